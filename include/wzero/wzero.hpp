@@ -1,0 +1,188 @@
+// wzero: written, zeroed extents and durable writes for Linux storage.
+// The public C++ API. Everything else in the library is private.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace wz {
+
+// Version of the library the program runs against (not the one it was built with).
+[[nodiscard]] const char* version() noexcept;
+
+// An error with the context a storage engineer needs to act on it:
+// which operation failed, on which path, and (where one applies) which byte range.
+struct error_info {
+    std::error_code code;
+    std::string message;  // "open /mnt/x: Permission denied", already complete
+};
+
+// C++20 has no std::expected: a small result type in its spirit.
+template <class T>
+class [[nodiscard]] result {
+public:
+    result(T value) : v_(std::move(value)) {}                // NOLINT(google-explicit-constructor)
+    result(error_info err) : v_(std::move(err)) {}                 // NOLINT(google-explicit-constructor)
+    [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }
+    explicit operator bool() const noexcept { return has_value(); }
+    T& value() & { return std::get<0>(v_); }
+    const T& value() const& { return std::get<0>(v_); }
+    T&& value() && { return std::get<0>(std::move(v_)); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    [[nodiscard]] const wz::error_info& error() const& { return std::get<1>(v_); }
+
+private:
+    std::variant<T, wz::error_info> v_;
+};
+
+// ---------------------------------------------------------------------------
+// Capability record (wz::stat)
+// ---------------------------------------------------------------------------
+
+// Ways of turning a byte range into written zeroes, best first.
+enum class zero_method {
+    kernel,     // fallocate(FALLOC_FL_WRITE_ZEROES), Linux 6.17+
+    nvme_deac,  // NVMe Write Zeroes with DEAC through the passthrough char device
+    nvme,       // NVMe Write Zeroes without DEAC through the passthrough char device
+    zeroout,    // BLKZEROOUT on a block device (never deallocates)
+    write,      // data writes of zeroes
+};
+inline constexpr zero_method all_zero_methods[] = {zero_method::kernel, zero_method::nvme_deac, zero_method::nvme,
+                                                   zero_method::zeroout, zero_method::write};
+[[nodiscard]] const char* to_string(zero_method m) noexcept;
+
+enum class cache_mode { write_back, write_through };
+[[nodiscard]] const char* to_string(cache_mode m) noexcept;  // "write-back" / "write-through"
+
+// What the probe could not find out, keyed by the JSON field name ("nvme.vwc_enabled"),
+// with the reason ("Get Features FID 06h: Operation not permitted (needs CAP_SYS_ADMIN)").
+using unknown_reasons = std::map<std::string, std::string>;
+
+struct fs_info {
+    std::string type;                  // "ext4", "xfs", "btrfs", "tmpfs", ...
+    std::uint64_t magic = 0;           // statfs f_type
+    std::uint64_t block_size = 0;      // statfs f_bsize
+    std::string mount_point;
+    std::string mount_source;
+    std::string mount_options;         // VFS and fs options, as in /proc/self/mountinfo
+    bool cow = false;                  // data is copy-on-write for this file
+    std::string cow_reason;
+};
+
+struct device_info {
+    std::string path;                  // the block device holding the data: /dev/nvme0n1p2, /dev/loop3
+    std::string disk;                  // the whole disk: /dev/nvme0n1
+    std::string kind;                  // nvme, loop, dm, md, scsi, virtio, nullb, other
+    std::uint32_t major = 0, minor = 0;
+    bool partition = false;
+    std::uint64_t partition_start_bytes = 0;
+    std::uint64_t size_bytes = 0;
+    std::uint32_t logical_block_size = 0;
+    std::uint32_t physical_block_size = 0;
+    std::uint64_t max_hw_transfer_bytes = 0;
+    std::uint64_t discard_granularity = 0;
+    std::uint64_t discard_max_bytes = 0;
+    std::optional<bool> rotational;
+    std::string backing_file;          // loop devices
+    std::vector<std::string> slaves;   // dm/md: the devices below
+};
+
+struct write_zeroes_info {
+    std::uint64_t max_bytes = 0;                 // queue/write_zeroes_max_bytes
+    std::optional<bool> unmap;                   // unmap write zeroes (Linux 6.17+ sysfs)
+    std::optional<std::uint64_t> unmap_max_bytes;
+    std::optional<std::uint64_t> unmap_max_hw_bytes;
+};
+
+// Decoded NVMe Identify data for the namespace under the file (NVMe base spec 2.x,
+// NVM command set spec 1.x). Raw fields are kept next to their decoding.
+struct nvme_info {
+    std::string controller;            // /dev/nvme0
+    std::string namespace_device;      // /dev/nvme0n1
+    std::string char_device;           // /dev/ng0n1 (empty when the kernel has none: < 5.13)
+    std::uint32_t nsid = 0;
+    std::string model, serial, firmware, transport;
+    std::uint64_t partition_start_lba = 0;
+    std::uint32_t lba_bytes = 0;
+    std::uint64_t nsze_lba = 0;
+    // Identify Controller
+    std::optional<std::uint16_t> oncs;
+    std::optional<bool> write_zeroes_supported;  // ONCS bit 3
+    std::optional<std::uint8_t> mdts;
+    std::optional<std::uint8_t> wzsl;            // NVM-specific Identify Controller byte 1
+    std::optional<std::uint64_t> mps_min_bytes;  // CAP.MPSMIN (PCIe only: read from BAR0)
+    std::optional<std::uint64_t> wzsl_max_bytes; // 0 = no limit stated
+    std::optional<std::uint8_t> vwc;             // raw VWC byte
+    std::optional<bool> vwc_present;             // VWC bit 0
+    std::optional<bool> vwc_enabled;             // Get Features FID 06h DW0 bit 0 (WCE)
+    // Identify Namespace
+    std::optional<std::uint8_t> nsfeat;
+    std::optional<std::uint8_t> dlfeat;
+    std::optional<std::uint8_t> dlfeat_read_behavior;  // DRB, bits 2:0
+    std::optional<bool> wzds;                          // bit 3
+    std::optional<bool> deac;                          // WZDS && DRB == 001b
+    std::optional<std::uint64_t> npdg_bytes;           // dealloc granularity
+    std::optional<std::uint64_t> npda_bytes;           // dealloc alignment
+    std::string npd_source;                            // "npdg/npda", "npdgl/npdal", or ""
+    std::optional<std::uint64_t> npwg_bytes;
+};
+
+struct cache_info {
+    std::optional<cache_mode> kernel;            // queue/write_cache
+    std::optional<cache_mode> effective;         // what the device really does
+    std::string effective_reason;
+    std::optional<bool> fua;                     // queue/fua
+    std::optional<bool> flush_needed;            // does a durable write need a cache flush?
+    std::string flush_reason;
+};
+
+struct method_assessment {
+    std::optional<bool> usable;  // nullopt: unknown (see reason)
+    std::string reason;
+};
+
+struct dio_alignment {
+    std::uint32_t mem_align = 0;
+    std::uint32_t offset_align = 0;
+};
+
+struct capabilities {
+    std::string path;
+    std::string file_type;                       // "regular" or "block"
+    std::uint64_t size_bytes = 0;
+    std::string kernel_release;
+    std::optional<fs_info> fs;                   // nullopt for a raw block device
+    std::optional<dio_alignment> dio;            // nullopt: O_DIRECT not supported here
+    std::optional<device_info> device;           // nullopt: no block device (tmpfs, fuse, ...)
+    write_zeroes_info write_zeroes;
+    std::optional<nvme_info> nvme;               // nullopt: not an NVMe namespace
+    cache_info cache;
+    std::map<zero_method, method_assessment> methods;
+    std::optional<zero_method> recommended_method;
+    std::string recommended_reason;
+    unknown_reasons unknown;
+};
+
+struct stat_options {
+    // Re-read everything, also what is cached per device (e.g. after Set Features).
+    bool refresh = false;
+};
+
+// The capability record of a regular file or a block device (whole disk or partition).
+result<capabilities> stat(const std::string& path, const stat_options& options = {});
+// The same for an open file descriptor; `path` is used in messages and the record only.
+result<capabilities> stat(int fd, const std::string& path, const stat_options& options = {});
+
+// The record as JSON text (stable keys, documented in wzero(1)).
+[[nodiscard]] std::string to_json(const capabilities& caps, int indent = 2);
+
+}  // namespace wz

@@ -1,0 +1,1 @@
+// The shared library is the whole wzero_core archive; this file only anchors the target.

@@ -1,0 +1,2 @@
+// The C header compiled as C++.
+#include <wzero/wzero.h>

@@ -1,0 +1,2 @@
+// The C++ header must stand on its own.
+#include <wzero/wzero.hpp>

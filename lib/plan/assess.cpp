@@ -1,0 +1,258 @@
+#include "plan/assess.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace wz::plan {
+
+namespace {
+
+bool in_place_fs(const std::string& type) {
+    return type == "ext4" || type == "xfs";
+}
+
+std::string bytes_text(std::uint64_t b) {
+    if (b != 0 && b % (1ULL << 30) == 0) {
+        return fmt::format("{} GiB", b >> 30);
+    }
+    if (b != 0 && b % (1ULL << 20) == 0) {
+        return fmt::format("{} MiB", b >> 20);
+    }
+    if (b != 0 && b % (1ULL << 10) == 0) {
+        return fmt::format("{} KiB", b >> 10);
+    }
+    return fmt::format("{} bytes", b);
+}
+
+method_assessment yes(std::string why) { return {true, std::move(why)}; }
+method_assessment no(std::string why) { return {false, std::move(why)}; }
+method_assessment unknown(std::string why) { return {std::nullopt, std::move(why)}; }
+
+}  // namespace
+
+std::optional<kernel_version> parse_kernel_release(const std::string& release) {
+    kernel_version v;
+    const char* p = release.data();
+    const char* end = p + release.size();
+    auto r1 = std::from_chars(p, end, v.major);
+    if (r1.ec != std::errc() || r1.ptr == end || *r1.ptr != '.') {
+        return std::nullopt;
+    }
+    auto r2 = std::from_chars(r1.ptr + 1, end, v.minor);
+    if (r2.ec != std::errc()) {
+        return std::nullopt;
+    }
+    return v;
+}
+
+void assess_cache(capabilities& caps) {
+    cache_info& c = caps.cache;
+    if (!caps.device) {
+        c.effective.reset();
+        c.flush_needed = false;
+        c.effective_reason = fmt::format("no block device under {} ({}): nothing to cache",
+                                         caps.path, caps.fs ? caps.fs->type : "?");
+        c.flush_reason = caps.fs && caps.fs->type == "tmpfs"
+                             ? "tmpfs keeps data in memory only: fsync does nothing and nothing is durable"
+                             : "no block device: the filesystem decides what fsync does";
+        return;
+    }
+    const auto& n = caps.nvme;
+    if (n && n->vwc_present && !*n->vwc_present) {
+        c.effective = cache_mode::write_through;
+        c.effective_reason = "the controller has no volatile write cache (Identify Controller VWC bit 0 = 0)";
+    } else if (n && n->vwc_present && n->vwc_enabled) {
+        if (*n->vwc_enabled) {
+            c.effective = cache_mode::write_back;
+            c.effective_reason = "volatile write cache present and enabled (Get Features FID 06h: WCE = 1)";
+        } else {
+            c.effective = cache_mode::write_through;
+            c.effective_reason = fmt::format(
+                "volatile write cache present but disabled (Get Features FID 06h: WCE = 0){}",
+                c.kernel == cache_mode::write_back ? "; Linux still reports \"write back\" and sends flushes" : "");
+        }
+    } else if (c.kernel) {
+        c.effective = c.kernel;
+        if (n) {
+            auto it = caps.unknown.find("nvme.vwc_enabled");
+            c.effective_reason = fmt::format("as the kernel reports: the device's WCE could not be read ({})",
+                                             it != caps.unknown.end() ? it->second : "unknown");
+        } else if (caps.device->kind == "loop") {
+            c.effective_reason = "as the kernel reports: a loop device's writes land in the backing file's page cache "
+                                 "until it is flushed";
+        } else {
+            c.effective_reason = fmt::format("as the kernel reports for {}", caps.device->disk);
+        }
+    } else {
+        c.effective.reset();
+        c.effective_reason = "the kernel's cache mode could not be read";
+    }
+
+    if (!c.effective) {
+        c.flush_needed.reset();
+        c.flush_reason = "cache mode unknown";
+    } else if (*c.effective == cache_mode::write_through) {
+        c.flush_needed = false;
+        c.flush_reason = "write-through: a completed write is on stable media, a flush would do nothing";
+    } else {
+        c.flush_needed = true;
+        c.flush_reason = c.fua.value_or(false)
+                             ? "write-back: a durable write needs a flush, or FUA on each write (FUA supported)"
+                             : "write-back without FUA: a durable write needs a flush";
+    }
+}
+
+method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in) {
+    const bool is_block = caps.file_type == "block";
+    if (!in.kernel) {
+        return unknown("kernel version unknown");
+    }
+    if (*in.kernel < write_zeroes_falloc_since) {
+        return no(fmt::format("Linux {}.{} predates FALLOC_FL_WRITE_ZEROES (6.17)", in.kernel->major,
+                              in.kernel->minor));
+    }
+    if (!is_block) {
+        if (!caps.fs) {
+            return unknown("filesystem unknown");
+        }
+        if (caps.fs->type != "ext4") {
+            return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for ext4 and "
+                                  "block devices)",
+                                  caps.fs->type));
+        }
+    }
+    if (!caps.device) {
+        return no("no block device to offload to");
+    }
+    if (!caps.write_zeroes.unmap) {
+        auto it = caps.unknown.find("write_zeroes.unmap");
+        return unknown(it != caps.unknown.end() ? it->second : "unmap write zeroes support unknown");
+    }
+    if (!*caps.write_zeroes.unmap) {
+        return no(fmt::format("{} has no unmap write zeroes (write_zeroes_unmap_max_bytes = 0): the kernel returns "
+                              "EOPNOTSUPP",
+                              caps.device->disk));
+    }
+    return yes(fmt::format("{}{} with unmap write zeroes (up to {} per command), Linux {}.{}",
+                           is_block ? "block device " : "ext4 on ", caps.device->disk,
+                           bytes_text(*caps.write_zeroes.unmap_max_bytes), in.kernel->major, in.kernel->minor));
+}
+
+method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in, bool with_deac) {
+    if (!caps.device) {
+        return no("no block device");
+    }
+    if (caps.device->kind == "dm" || caps.device->kind == "md") {
+        return no(fmt::format("{} is a {} stack: the mapping to namespace LBAs is not known", caps.device->disk,
+                              caps.device->kind));
+    }
+    if (!caps.nvme) {
+        return no(fmt::format("{} is not an NVMe namespace ({})", caps.device->disk, caps.device->kind));
+    }
+    const nvme_info& n = *caps.nvme;
+    if (caps.file_type == "regular") {
+        if (!caps.fs || !in_place_fs(caps.fs->type)) {
+            return no(fmt::format("{} is not ext4 or xfs: passthrough zeroing of file extents is only done where "
+                                  "extents are overwritten in place",
+                                  caps.fs ? caps.fs->type : "the filesystem"));
+        }
+    }
+    if (!n.write_zeroes_supported) {
+        auto it = caps.unknown.find("nvme.oncs");
+        return unknown(it != caps.unknown.end() ? it->second : "ONCS unknown");
+    }
+    if (!*n.write_zeroes_supported) {
+        return no(fmt::format("the controller does not support Write Zeroes (ONCS {:#x}, bit 3 clear)", *n.oncs));
+    }
+    if (n.char_device.empty()) {
+        return no("no NVMe generic char device (/dev/ngXnY needs Linux 5.13)");
+    }
+    if (with_deac) {
+        if (!n.dlfeat) {
+            auto it = caps.unknown.find("nvme.dlfeat");
+            return unknown(it != caps.unknown.end() ? it->second : "DLFEAT unknown");
+        }
+        if (!n.deac.value_or(false)) {
+            return no(fmt::format("DLFEAT {:#04x}: WZDS={} DRB={:03b}: the namespace does not promise that Write "
+                                  "Zeroes with DEAC deallocates and reads back zeroes",
+                                  *n.dlfeat, n.wzds.value_or(false) ? 1 : 0, n.dlfeat_read_behavior.value_or(0)));
+        }
+    }
+    if (!in.may_passthrough) {
+        return unknown("whether this process may send NVMe passthrough commands is unknown");
+    }
+    if (!*in.may_passthrough) {
+        return no(fmt::format("needs CAP_SYS_ADMIN or write access to {}", n.char_device));
+    }
+    std::string scope = caps.file_type == "regular" ? "already-written extents, through " : "through ";
+    if (with_deac) {
+        std::string geo = n.npdg_bytes ? fmt::format("; DEAC on {}-aligned multiples of {}", bytes_text(*n.npda_bytes),
+                                                     bytes_text(*n.npdg_bytes))
+                                       : "; no preferred deallocate granularity stated";
+        return yes(fmt::format("{}{} with DEAC (DLFEAT {:#04x}: WZDS=1, DRB=001b){}", scope, n.char_device,
+                               *n.dlfeat, geo));
+    }
+    return yes(fmt::format("{}{} (ONCS bit 3)", scope, n.char_device));
+}
+
+method_assessment assess_zeroout(const capabilities& caps) {
+    if (caps.file_type != "block") {
+        return no("BLKZEROOUT works on block devices only");
+    }
+    if (caps.write_zeroes.max_bytes > 0) {
+        return yes(fmt::format("device Write Zeroes up to {} per command; never deallocates (NOUNMAP)",
+                               bytes_text(caps.write_zeroes.max_bytes)));
+    }
+    return yes("no device Write Zeroes: the kernel writes zero pages");
+}
+
+method_assessment assess_write(const capabilities& caps) {
+    if (caps.dio) {
+        return yes(fmt::format("O_DIRECT writes of zeroes (alignment: memory {}, offset {} bytes)", caps.dio->mem_align,
+                               caps.dio->offset_align));
+    }
+    return yes("buffered writes of zeroes (O_DIRECT is not supported here)");
+}
+
+void assess(capabilities& caps, const assess_inputs& in) {
+    assess_cache(caps);
+    caps.methods.clear();
+    caps.methods[zero_method::kernel] = assess_kernel(caps, in);
+    caps.methods[zero_method::nvme_deac] = assess_nvme(caps, in, true);
+    caps.methods[zero_method::nvme] = assess_nvme(caps, in, false);
+    caps.methods[zero_method::zeroout] = assess_zeroout(caps);
+    caps.methods[zero_method::write] = assess_write(caps);
+
+    auto usable = [&](zero_method m) { return caps.methods[m].usable.value_or(false); };
+    caps.recommended_method.reset();
+    if (caps.file_type == "block") {
+        // Passthrough first: it can keep DEAC to the NPDA/NPDG-aligned spans, which the
+        // kernel's path does not.
+        for (zero_method m : {zero_method::nvme_deac, zero_method::kernel, zero_method::nvme, zero_method::zeroout,
+                              zero_method::write}) {
+            if (usable(m)) {
+                caps.recommended_method = m;
+                caps.recommended_reason = caps.methods[m].reason;
+                break;
+            }
+        }
+        return;
+    }
+    if (usable(zero_method::kernel)) {
+        caps.recommended_method = zero_method::kernel;
+        caps.recommended_reason = "the kernel zeroes by deallocation and converts the extents in one call";
+    } else {
+        caps.recommended_method = zero_method::write;
+        caps.recommended_reason =
+            usable(zero_method::nvme_deac) || usable(zero_method::nvme)
+                ? "new extents are unwritten after fallocate: data writes convert them; NVMe Write Zeroes re-zeroes "
+                  "already-written extents"
+                : "no offload is available for this file";
+        if (caps.fs && caps.fs->cow) {
+            caps.recommended_reason += fmt::format(" ({} is copy-on-write: written extents gain nothing)", caps.fs->type);
+        }
+    }
+}
+
+}  // namespace wz::plan

@@ -1,0 +1,42 @@
+#pragma once
+
+// The method rules of ../shared/DESIGN.md applied to a probed capability record.
+// Pure: the record and a few facts about the process in, verdicts out. No I/O here.
+
+#include <wzero/wzero.hpp>
+
+#include <optional>
+
+namespace wz::plan {
+
+struct kernel_version {
+    unsigned major = 0, minor = 0;
+    friend bool operator<(const kernel_version& a, const kernel_version& b) {
+        return a.major != b.major ? a.major < b.major : a.minor < b.minor;
+    }
+};
+// "6.17.0-rc3-amd64" -> {6, 17}; nullopt when it does not start with N.N.
+std::optional<kernel_version> parse_kernel_release(const std::string& release);
+
+// FALLOC_FL_WRITE_ZEROES was merged in Linux 6.17, for ext4 and block devices.
+inline constexpr kernel_version write_zeroes_falloc_since{6, 17};
+
+struct assess_inputs {
+    std::optional<kernel_version> kernel;
+    // May this process send NVMe I/O passthrough commands to the namespace's char device?
+    // (CAP_SYS_ADMIN, or the device opened for write: Linux 6.2+ nvme_cmd_allowed).
+    std::optional<bool> may_passthrough;
+};
+
+// Fills caps.cache.effective/flush_needed (with reasons), caps.methods and
+// caps.recommended_method from everything else in the record.
+void assess(capabilities& caps, const assess_inputs& in);
+
+// Pieces of assess(), exposed for the unit tests.
+void assess_cache(capabilities& caps);
+method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in);
+method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in, bool with_deac);
+method_assessment assess_zeroout(const capabilities& caps);
+method_assessment assess_write(const capabilities& caps);
+
+}  // namespace wz::plan

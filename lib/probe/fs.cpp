@@ -1,0 +1,112 @@
+#include "probe/fs.hpp"
+
+#include "util/errors.hpp"
+
+#include <libmount.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace wz::fsprobe {
+
+namespace {
+// Magics missing from Debian 12's linux/magic.h.
+constexpr std::uint64_t bcachefs_magic = 0xca451a4eULL;
+constexpr std::uint64_t zfs_magic = 0x2fc12fc1ULL;
+constexpr std::uint64_t fuse_magic = 0x65735546ULL;
+constexpr std::uint64_t nfs_magic = 0x6969ULL;
+constexpr std::uint64_t f2fs_magic = 0xF2F52010ULL;
+}  // namespace
+
+std::string fs_type_name(std::uint64_t magic) {
+    switch (magic) {
+    case EXT4_SUPER_MAGIC: return "ext4";  // ext2/3/4 share the magic; libmount tells them apart
+    case XFS_SUPER_MAGIC: return "xfs";
+    case BTRFS_SUPER_MAGIC: return "btrfs";
+    case TMPFS_MAGIC: return "tmpfs";
+    case bcachefs_magic: return "bcachefs";
+    case zfs_magic: return "zfs";
+    case fuse_magic: return "fuse";
+    case nfs_magic: return "nfs";
+    case f2fs_magic: return "f2fs";
+    case OVERLAYFS_SUPER_MAGIC: return "overlay";
+    default: return fmt::format("unknown({:#x})", magic);
+    }
+}
+
+bool is_cow_fs(const std::string& type) {
+    return type == "btrfs" || type == "bcachefs" || type == "zfs";
+}
+
+result<mount_entry> find_mount(const std::string& path, dev_t st_dev) {
+    std::unique_ptr<libmnt_table, decltype(&mnt_free_table)> tb(mnt_new_table(), mnt_free_table);
+    if (!tb) {
+        return make_error("allocate mount table for", path, ENOMEM);
+    }
+    int rc = mnt_table_parse_file(tb.get(), "/proc/self/mountinfo");
+    if (rc != 0) {
+        return make_error("parse /proc/self/mountinfo for", path, rc < 0 ? -rc : EINVAL);
+    }
+    libmnt_fs* fs = mnt_table_find_devno(tb.get(), st_dev, MNT_ITER_BACKWARD);
+    if (fs == nullptr) {
+        fs = mnt_table_find_target(tb.get(), path.c_str(), MNT_ITER_BACKWARD);
+    }
+    if (fs == nullptr) {
+        return make_error_msg(ENOENT, fmt::format("find the mount of {}: not in /proc/self/mountinfo", path));
+    }
+    mount_entry e;
+    auto str = [](const char* s) { return s != nullptr ? std::string(s) : std::string(); };
+    e.target = str(mnt_fs_get_target(fs));
+    e.source = str(mnt_fs_get_source(fs));
+    e.fstype = str(mnt_fs_get_fstype(fs));
+    e.options = str(mnt_fs_get_options(fs));
+    e.devno = mnt_fs_get_devno(fs);
+    return e;
+}
+
+result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev) {
+    struct ::statfs sfs {};
+    if (::fstatfs(fd, &sfs) != 0) {
+        return make_error("statfs", path, errno);
+    }
+    fs_info info;
+    info.magic = static_cast<std::uint64_t>(sfs.f_type);
+    info.block_size = static_cast<std::uint64_t>(sfs.f_bsize);
+    info.type = fs_type_name(info.magic);
+    auto m = find_mount(path, st_dev);
+    if (m) {
+        info.mount_point = m->target;
+        info.mount_source = m->source;
+        info.mount_options = m->options;
+        // libmount knows ext2/ext3 from ext4, fuse subtypes, etc.
+        if (!m->fstype.empty() && (info.type.rfind("unknown", 0) == 0 || info.type == "ext4")) {
+            info.type = m->fstype;
+        }
+    }
+    info.cow = is_cow_fs(info.type);
+    if (info.cow) {
+        info.cow_reason = fmt::format("{} writes data out of place: written extents do not make overwrites cheaper",
+                                      info.type);
+        if (info.type == "btrfs") {
+            int flags = 0;
+            if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL) != 0) {
+                info.cow = false;
+                info.cow_reason = "btrfs file with the No_COW attribute (chattr +C): data is overwritten in place";
+            } else if (info.mount_options.find("nodatacow") != std::string::npos) {
+                info.cow = false;
+                info.cow_reason = "btrfs mounted nodatacow: data is overwritten in place";
+            }
+        }
+    } else {
+        info.cow_reason = fmt::format("{} overwrites allocated blocks in place", info.type);
+    }
+    return info;
+}
+
+}  // namespace wz::fsprobe

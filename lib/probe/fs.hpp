@@ -1,0 +1,28 @@
+#pragma once
+
+#include <wzero/wzero.hpp>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace wz::fsprobe {
+
+// statfs f_type -> name, for the filesystems whose behaviour the method rules depend on.
+std::string fs_type_name(std::uint64_t magic);
+// Copy-on-write filesystems: overwrites never land in place, so written extents gain nothing.
+bool is_cow_fs(const std::string& type);
+
+struct mount_entry {
+    std::string target, source, fstype, options;
+    dev_t devno = 0;
+};
+// The mount holding `path` (libmount over /proc/self/mountinfo), matched by st_dev
+// first and by the longest target prefix second.
+result<mount_entry> find_mount(const std::string& path, dev_t st_dev);
+
+// Fills fs_info for an open regular file.
+result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev);
+
+}  // namespace wz::fsprobe

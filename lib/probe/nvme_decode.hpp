@@ -1,0 +1,89 @@
+#pragma once
+
+// Pure decoding of NVMe Identify data, so that every rule can be tested on recorded pages.
+// References: NVMe Base Specification 2.1 (Identify Controller, Identify Namespace),
+// NVM Command Set Specification 1.1 (I/O command set specific Identify pages).
+
+#include <wzero/wzero.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace wz::nvme {
+
+inline constexpr std::size_t identify_page_bytes = 4096;
+using identify_page = std::array<std::uint8_t, identify_page_bytes>;
+
+struct dlfeat_fields {
+    std::uint8_t read_behavior = 0;  // DRB, bits 2:0: 000b not reported, 001b zeroes, 010b ones
+    bool wzds = false;               // bit 3: Write Zeroes with DEAC deallocates
+    bool guard_crc = false;          // bit 4: guard field of deallocated blocks is the CRC
+    // DEAC is only worth sending when the device deallocates on it and deallocated
+    // blocks read back as zeroes: WZDS=1 and DRB=001b (Linux requires the same before it
+    // advertises unmap write zeroes for a namespace).
+    bool deac_usable = false;
+};
+dlfeat_fields decode_dlfeat(std::uint8_t dlfeat);
+const char* read_behavior_name(std::uint8_t drb);
+
+struct dealloc_geometry {
+    std::optional<std::uint64_t> granularity_bytes;
+    std::optional<std::uint64_t> alignment_bytes;
+    std::optional<std::uint64_t> write_granularity_bytes;
+    std::string source;  // "npdg/npda", "npdgl/npdal" or ""
+    std::string reason;  // why no geometry, when there is none
+};
+
+// NSFEAT OPTPERF: bit 4 up to NVMe 2.0; bits 5:4 from NVMe 2.1, where 10b/11b also make
+// NPDGL/NPDAL (NVM-specific Identify Namespace, 32-bit, not 0's based) valid.
+// NPDG/NPDA are 16-bit 0's based counts of logical blocks.
+dealloc_geometry decode_dealloc(std::uint8_t nsfeat, std::uint16_t npwg, std::uint16_t npdg, std::uint16_t npda,
+                                std::uint32_t npdgl, std::uint32_t npdal, std::uint32_t lba_bytes);
+
+// The logical block size of the namespace's current format (FLBAS bits 3:0 and 6:5 select
+// among up to 64 LBA formats; LBADS is a power of two).
+std::optional<std::uint32_t> lba_bytes(const identify_page& id_ns);
+
+// Fields of the pages, by byte offset (Identify Namespace: NSZE 7:0, NSFEAT 24, NLBAF 25,
+// FLBAS 26, DLFEAT 33, NPWG 65:64, NPDG 69:68, NPDA 71:70, LBAF 131:128 + 4n;
+// Identify Controller: MDTS 77, ONCS 521:520, VWC 525; NVM-specific Identify Controller:
+// WZSL byte 1; NVM-specific Identify Namespace: NPDGL 271:268, NPDAL 287:284).
+struct id_ns_fields {
+    std::uint64_t nsze = 0;
+    std::uint8_t nsfeat = 0, nlbaf = 0, flbas = 0, dlfeat = 0;
+    std::uint16_t npwg = 0, npdg = 0, npda = 0;
+};
+id_ns_fields parse_id_ns(const identify_page& page);
+
+struct id_ctrl_fields {
+    std::uint8_t mdts = 0;
+    std::uint16_t oncs = 0;
+    std::uint8_t vwc = 0;
+    std::string model, serial, firmware;
+};
+id_ctrl_fields parse_id_ctrl(const identify_page& page);
+
+struct nvm_id_ns_fields {
+    std::uint32_t npdgl = 0, npdal = 0;
+};
+nvm_id_ns_fields parse_nvm_id_ns(const identify_page& page);
+
+inline std::uint8_t parse_wzsl(const identify_page& nvm_id_ctrl) { return nvm_id_ctrl[1]; }
+
+inline constexpr std::uint16_t oncs_write_zeroes_bit = 1U << 3;
+inline bool vwc_present(std::uint8_t vwc) { return (vwc & 1U) != 0; }
+// Get Features, Volatile Write Cache (FID 06h): DW0 bit 0 = WCE.
+inline bool wce_enabled(std::uint32_t dw0) { return (dw0 & 1U) != 0; }
+
+// WZSL and MDTS are powers of two in units of CAP.MPSMIN; 0 means no limit stated.
+std::optional<std::uint64_t> limit_bytes(std::uint8_t exponent, std::optional<std::uint64_t> mps_min_bytes);
+
+// "nvme0n1" -> "ng0n1" (the generic char device, Linux 5.13+); "nvme0c1n1" style
+// multipath paths keep their name shape. Returns "" for names that are not namespaces.
+std::string generic_char_name(const std::string& ns_name);
+// "nvme0n1" -> "nvme0".
+std::string controller_name(const std::string& ns_name);
+
+}  // namespace wz::nvme

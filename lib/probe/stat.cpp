@@ -1,0 +1,212 @@
+// wz::stat(): the capability record of a file or block device.
+// Per-file facts (statx, statfs, mount) are read on every call; per-device facts
+// (sysfs limits, NVMe identify data, the write cache feature) are cached per dev_t,
+// because they cost admin commands and change only on Set Features or hotplug.
+
+#include "plan/assess.hpp"
+#include "probe/fs.hpp"
+#include "probe/nvme_probe.hpp"
+#include "probe/sysfs.hpp"
+#include "util/errors.hpp"
+#include "util/unique_fd.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace wz {
+
+namespace {
+
+struct device_facts {
+    std::optional<device_info> device;
+    write_zeroes_info write_zeroes;
+    std::optional<nvme_info> nvme;
+    cache_info cache;
+    unknown_reasons unknown;
+};
+
+std::mutex cache_mutex;
+std::unordered_map<dev_t, device_facts> device_cache;
+
+const std::string& kernel_release() {
+    static const std::string release = [] {
+        struct ::utsname u {};
+        return ::uname(&u) == 0 ? std::string(u.release) : std::string();
+    }();
+    return release;
+}
+
+bool has_cap_sys_admin() {
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (::syscall(SYS_capget, &hdr, data) != 0) {
+        return false;
+    }
+    return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
+}
+
+device_facts probe_device(dev_t devno) {
+    device_facts f;
+    sysfs::tree sys;
+    auto node = sysfs::find_block_node(sys, major(devno), minor(devno));
+    if (!node) {
+        f.unknown["device"] = node.error().message;
+        return f;
+    }
+    device_info dev;
+    sysfs::read_block_info(sys, *node, dev, f.write_zeroes, f.cache, f.unknown);
+    if (dev.kind == "nvme") {
+        nvme_info n;
+        nvme::probe_namespace(sys, *node, dev, n, f.unknown);
+        f.nvme = std::move(n);
+    }
+    f.device = std::move(dev);
+    return f;
+}
+
+// Which block device holds the data of a file on this filesystem.
+std::optional<dev_t> data_device(const struct ::statx& stx, const std::optional<fs_info>& fs) {
+    dev_t st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+    if (stx.stx_dev_major != 0) {
+        return st_dev;
+    }
+    // Anonymous st_dev (btrfs, overlay, tmpfs, ...): the mount source may be a block device.
+    if (fs && !fs->mount_source.empty() && fs->mount_source[0] == '/') {
+        struct ::stat st {};
+        if (::stat(fs->mount_source.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) {
+            return st.st_rdev;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+result<capabilities> stat(int fd, const std::string& path, const stat_options& options) {
+    struct ::statx stx {};
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN, &stx) != 0) {
+        return make_error("statx", path, errno);
+    }
+    capabilities caps;
+    caps.path = path;
+    caps.kernel_release = kernel_release();
+    const mode_t type = stx.stx_mode & S_IFMT;
+    if (type == S_IFDIR) {
+        return make_error_msg(EISDIR, fmt::format("stat {}: Is a directory (expected a regular file or a block device)",
+                                                  path));
+    }
+    if (type != S_IFREG && type != S_IFBLK) {
+        const char* what = type == S_IFIFO ? "a FIFO" : type == S_IFCHR ? "a character device"
+                         : type == S_IFSOCK ? "a socket" : "not a regular file";
+        return make_error_msg(EINVAL, fmt::format("stat {}: {} (expected a regular file or a block device)", path,
+                                                  what));
+    }
+    caps.file_type = type == S_IFREG ? "regular" : "block";
+
+    std::optional<dev_t> devno;
+    if (type == S_IFREG) {
+        caps.size_bytes = stx.stx_size;
+        auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor));
+        if (!fs) {
+            return fs.error();
+        }
+        caps.fs = std::move(*fs);
+        devno = data_device(stx, caps.fs);
+        if (!devno) {
+            caps.unknown["device"] = fmt::format("{} on {} is not backed by a block device", caps.fs->type,
+                                                 caps.fs->mount_point);
+        }
+    } else {
+        devno = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+    }
+    if ((stx.stx_mask & STATX_DIOALIGN) != 0 && stx.stx_dio_mem_align != 0) {
+        caps.dio = dio_alignment{stx.stx_dio_mem_align, stx.stx_dio_offset_align};
+    } else if ((stx.stx_mask & STATX_DIOALIGN) == 0) {
+        caps.unknown["dio"] = "statx did not report STATX_DIOALIGN (Linux 6.1+ for files, 6.11+ for block devices)";
+    }
+
+    if (devno) {
+        device_facts facts;
+        {
+            std::lock_guard lock(cache_mutex);
+            auto it = device_cache.find(*devno);
+            if (it != device_cache.end() && !options.refresh) {
+                facts = it->second;
+            }
+        }
+        if (!facts.device && facts.unknown.empty()) {
+            facts = probe_device(*devno);
+            std::lock_guard lock(cache_mutex);
+            device_cache[*devno] = facts;
+        }
+        caps.device = std::move(facts.device);
+        caps.write_zeroes = facts.write_zeroes;
+        caps.nvme = std::move(facts.nvme);
+        caps.cache = facts.cache;
+        caps.unknown.insert(facts.unknown.begin(), facts.unknown.end());
+        if (type == S_IFBLK && caps.device) {
+            caps.size_bytes = caps.device->size_bytes;
+        }
+    }
+
+    plan::assess_inputs in;
+    in.kernel = plan::parse_kernel_release(caps.kernel_release);
+    if (caps.nvme && !caps.nvme->char_device.empty()) {
+        in.may_passthrough = has_cap_sys_admin() || ::access(caps.nvme->char_device.c_str(), W_OK) == 0;
+    }
+    plan::assess(caps, in);
+    return caps;
+}
+
+result<capabilities> stat(const std::string& path, const stat_options& options) {
+    // O_PATH first: statx on it tells the type without opening a FIFO (which would block)
+    // or a device we were not asked to touch.
+    unique_fd probe(::open(path.c_str(), O_PATH | O_CLOEXEC));
+    if (!probe) {
+        return make_error("stat", path, errno);
+    }
+    struct ::statx stx {};
+    if (::statx(probe.get(), "", AT_EMPTY_PATH, STATX_TYPE, &stx) != 0) {
+        return make_error("statx", path, errno);
+    }
+    const mode_t type = stx.stx_mode & S_IFMT;
+    if (type != S_IFREG && type != S_IFBLK) {
+        return stat(probe.get(), path, options);  // reports the type error
+    }
+    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+        return make_error("open", path, errno);
+    }
+    return stat(fd.get(), path, options);
+}
+
+const char* version() noexcept { return WZERO_VERSION; }
+
+const char* to_string(zero_method m) noexcept {
+    switch (m) {
+    case zero_method::kernel: return "kernel";
+    case zero_method::nvme_deac: return "nvme_deac";
+    case zero_method::nvme: return "nvme";
+    case zero_method::zeroout: return "zeroout";
+    case zero_method::write: return "write";
+    }
+    return "?";
+}
+
+const char* to_string(cache_mode m) noexcept {
+    return m == cache_mode::write_back ? "write-back" : "write-through";
+}
+
+}  // namespace wz

@@ -1,0 +1,47 @@
+// wzero: command-line front end. Parsing, printing and exit codes only; the work is in libwzero.
+
+#include "cli.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace wzcli {
+
+void print_error(const std::string& message) {
+    fmt::print(stderr, "wzero: {}\n", message);
+}
+
+}  // namespace wzcli
+
+int main(int argc, char** argv) {
+    CLI::App app{"wzero: written, zeroed extents and durable writes for Linux storage", "wzero"};
+    app.set_version_flag("-V,--version", fmt::format("wzero {}", wz::version()));
+    app.require_subcommand(1);
+    app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+        (void)a;
+        return std::string(e.what()) + "\nTry 'wzero --help' for more information.\n";
+    });
+
+    wzcli::stat_args stat;
+    wzcli::add_stat_command(app, stat);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        (void)app.exit(e);  // wz: ignored-error (prints the message; our status is 1, not CLI11's)
+        return wzcli::exit_failure;
+    }
+    if (app.got_subcommand("stat")) {
+        return wzcli::run_stat(stat);
+    }
+    return wzcli::exit_failure;
+}
