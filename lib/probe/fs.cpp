@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <memory>
 
 namespace wz::fsprobe {
@@ -53,9 +54,14 @@ result<mount_entry> find_mount(const std::string& path, dev_t st_dev) {
     if (rc != 0) {
         return make_error("parse /proc/self/mountinfo for", path, rc < 0 ? -rc : EINVAL);
     }
+    // btrfs gives each subvolume its own anonymous st_dev, which mountinfo does not show:
+    // there the mount point found by walking up the path decides.
     libmnt_fs* fs = mnt_table_find_devno(tb.get(), st_dev, MNT_ITER_BACKWARD);
     if (fs == nullptr) {
-        fs = mnt_table_find_target(tb.get(), path.c_str(), MNT_ITER_BACKWARD);
+        std::unique_ptr<char, decltype(&std::free)> mp(mnt_get_mountpoint(path.c_str()), std::free);
+        if (mp) {
+            fs = mnt_table_find_target(tb.get(), mp.get(), MNT_ITER_BACKWARD);
+        }
     }
     if (fs == nullptr) {
         return make_error_msg(ENOENT, fmt::format("find the mount of {}: not in /proc/self/mountinfo", path));

@@ -16,6 +16,19 @@ void print_error(const std::string& message) {
 
 }  // namespace wzcli
 
+namespace {
+
+bool has_subcommand(const CLI::App& app, const std::string& name) {
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        if (sub->check_name(name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     CLI::App app{"wzero: written, zeroed extents and durable writes for Linux storage", "wzero"};
     app.set_version_flag("-V,--version", fmt::format("wzero {}", wz::version()));
@@ -28,6 +41,11 @@ int main(int argc, char** argv) {
     wzcli::stat_args stat;
     wzcli::add_stat_command(app, stat);
 
+    // CLI11 would only say "A subcommand is required" for a mistyped command.
+    if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1])) {
+        fmt::print(stderr, "wzero: unknown command '{}'\nTry 'wzero --help' for more information.\n", argv[1]);
+        return wzcli::exit_failure;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,229 @@
+#include "plan/assess.hpp"
+
+#include <gtest/gtest.h>
+
+namespace wz::plan {
+namespace {
+
+capabilities ext4_on_loop() {
+    capabilities c;
+    c.path = "/mnt/f";
+    c.file_type = "regular";
+    c.fs = fs_info{};
+    c.fs->type = "ext4";
+    c.device = device_info{};
+    c.device->kind = "loop";
+    c.device->disk = "/dev/loop0";
+    c.dio = dio_alignment{512, 512};
+    c.write_zeroes.max_bytes = 4ULL << 30;
+    c.write_zeroes.unmap = false;
+    c.write_zeroes.unmap_max_bytes = 0;
+    c.cache.kernel = cache_mode::write_back;
+    c.cache.fua = false;
+    return c;
+}
+
+capabilities raw_nvme(std::uint8_t dlfeat, bool vwc_present, std::optional<bool> wce) {
+    capabilities c;
+    c.path = "/dev/nvme0n1";
+    c.file_type = "block";
+    c.device = device_info{};
+    c.device->kind = "nvme";
+    c.device->disk = "/dev/nvme0n1";
+    c.write_zeroes.max_bytes = 512 * 1024;
+    c.write_zeroes.unmap = (dlfeat & 0x9) == 0x9;
+    c.write_zeroes.unmap_max_bytes = c.write_zeroes.unmap.value() ? 1U << 20 : 0;
+    c.cache.kernel = cache_mode::write_back;  // Linux says this whenever VWC is present
+    c.cache.fua = true;
+    nvme_info n;
+    n.char_device = "/dev/ng0n1";
+    n.oncs = 0x15d;
+    n.write_zeroes_supported = true;
+    n.dlfeat = dlfeat;
+    n.wzds = (dlfeat & 0x8) != 0;
+    n.dlfeat_read_behavior = dlfeat & 0x7;
+    n.deac = n.wzds.value() && n.dlfeat_read_behavior == 1;
+    n.npdg_bytes = 8192;
+    n.npda_bytes = 8192;
+    n.vwc_present = vwc_present;
+    n.vwc_enabled = wce;
+    c.nvme = n;
+    return c;
+}
+
+const assess_inputs new_kernel{kernel_version{7, 2}, true};
+const assess_inputs old_kernel{kernel_version{6, 1}, true};
+
+TEST(KernelRelease, Parses) {
+    auto v = parse_kernel_release("6.17.0-rc3-amd64");
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->major, 6U);
+    EXPECT_EQ(v->minor, 17U);
+    EXPECT_TRUE((kernel_version{6, 1} < write_zeroes_falloc_since));
+    EXPECT_FALSE((kernel_version{7, 2} < write_zeroes_falloc_since));
+    EXPECT_FALSE(parse_kernel_release("garbage"));
+    EXPECT_FALSE(parse_kernel_release("6"));
+}
+
+TEST(Cache, WceClearedIsWriteThroughWhatLinuxSays) {
+    auto c = raw_nvme(0x01, true, false);
+    assess(c, new_kernel);
+    EXPECT_EQ(c.cache.kernel, cache_mode::write_back);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_through);
+    EXPECT_EQ(c.cache.flush_needed, false);
+    EXPECT_NE(c.cache.effective_reason.find("WCE = 0"), std::string::npos);
+}
+
+TEST(Cache, WceSetIsWriteBack) {
+    auto c = raw_nvme(0x01, true, true);
+    assess(c, new_kernel);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_back);
+    EXPECT_EQ(c.cache.flush_needed, true);
+}
+
+TEST(Cache, NoVolatileCacheIsWriteThrough) {
+    auto c = raw_nvme(0x01, false, false);
+    c.cache.kernel = cache_mode::write_through;
+    assess(c, new_kernel);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_through);
+    EXPECT_EQ(c.cache.flush_needed, false);
+}
+
+TEST(Cache, UnreadableWceFallsBackToTheKernelWithReason) {
+    auto c = raw_nvme(0x01, true, std::nullopt);
+    c.unknown["nvme.vwc_enabled"] = "Get Features FID 06h: Operation not permitted";
+    assess(c, new_kernel);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_back);
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.effective_reason.find("Operation not permitted"), std::string::npos);
+}
+
+TEST(Cache, NoDeviceNeedsNoFlush) {
+    capabilities c;
+    c.file_type = "regular";
+    c.fs = fs_info{};
+    c.fs->type = "tmpfs";
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.cache.effective);
+    EXPECT_EQ(c.cache.flush_needed, false);
+    EXPECT_NE(c.cache.flush_reason.find("tmpfs"), std::string::npos);
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
+    EXPECT_EQ(c.recommended_method, zero_method::write);
+}
+
+TEST(Methods, Ext4OnLoopFallsBackToWrites) {
+    auto c = ext4_on_loop();
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
+    EXPECT_NE(c.methods[zero_method::kernel].reason.find("EOPNOTSUPP"), std::string::npos);
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
+    EXPECT_EQ(c.methods[zero_method::zeroout].usable, false);
+    EXPECT_EQ(c.methods[zero_method::write].usable, true);
+    EXPECT_EQ(c.recommended_method, zero_method::write);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_back);
+}
+
+TEST(Methods, KernelOffloadNeedsExt4UnmapAndLinux617) {
+    auto c = ext4_on_loop();
+    c.write_zeroes.unmap = true;
+    c.write_zeroes.unmap_max_bytes = 32U << 20;
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, true);
+    EXPECT_EQ(c.recommended_method, zero_method::kernel);
+
+    assess(c, old_kernel);
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
+    EXPECT_NE(c.methods[zero_method::kernel].reason.find("6.17"), std::string::npos);
+
+    c.fs->type = "xfs";
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
+
+    // Unknown unmap support (no sysfs attribute) stays unknown.
+    c = ext4_on_loop();
+    c.write_zeroes.unmap.reset();
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.methods[zero_method::kernel].usable.has_value());
+    EXPECT_EQ(c.recommended_method, zero_method::write);
+}
+
+TEST(Methods, DeacOnlyWithWzdsAndZeroReads) {
+    for (int dlfeat : {0x19, 0x09}) {
+        auto c = raw_nvme(static_cast<std::uint8_t>(dlfeat), true, true);
+        assess(c, new_kernel);
+        EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, true) << int(dlfeat);
+        EXPECT_EQ(c.recommended_method, zero_method::nvme_deac);
+    }
+    for (int dlfeat : {0x01, 0x08, 0x00, 0x0a}) {
+        auto c = raw_nvme(static_cast<std::uint8_t>(dlfeat), true, true);
+        assess(c, new_kernel);
+        EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false) << int(dlfeat);
+        EXPECT_EQ(c.methods[zero_method::nvme].usable, true) << int(dlfeat);
+        EXPECT_EQ(c.recommended_method, zero_method::nvme) << int(dlfeat);
+    }
+}
+
+TEST(Methods, PassthroughNeedsPrivilegeAndWriteZeroes) {
+    auto c = raw_nvme(0x09, true, true);
+    assess(c, assess_inputs{kernel_version{7, 2}, false});
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+    EXPECT_NE(c.methods[zero_method::nvme_deac].reason.find("CAP_SYS_ADMIN"), std::string::npos);
+    // The kernel path (fallocate on the block device) is then the best.
+    EXPECT_EQ(c.recommended_method, zero_method::kernel);
+
+    c = raw_nvme(0x09, true, true);
+    c.nvme->oncs = 0x155;
+    c.nvme->write_zeroes_supported = false;
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+}
+
+TEST(Methods, NoPassthroughThroughStacksOrCowFilesystems) {
+    auto c = raw_nvme(0x09, true, true);
+    c.device->kind = "dm";
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
+    EXPECT_NE(c.methods[zero_method::nvme].reason.find("stack"), std::string::npos);
+
+    c = raw_nvme(0x09, true, true);
+    c.file_type = "regular";
+    c.fs = fs_info{};
+    c.fs->type = "btrfs";
+    c.fs->cow = true;
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
+    EXPECT_EQ(c.methods[zero_method::zeroout].usable, false);
+    EXPECT_NE(c.recommended_reason.find("copy-on-write"), std::string::npos);
+
+    c.fs->type = "xfs";
+    c.fs->cow = false;
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, true);
+    EXPECT_EQ(c.recommended_method, zero_method::write);  // new extents start unwritten
+}
+
+TEST(Methods, UnknownIdentifyStaysUnknown) {
+    auto c = raw_nvme(0x09, true, true);
+    c.nvme->dlfeat.reset();
+    c.nvme->deac.reset();
+    c.unknown["nvme.dlfeat"] = "Identify Namespace: Permission denied";
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.methods[zero_method::nvme_deac].usable.has_value());
+    EXPECT_NE(c.methods[zero_method::nvme_deac].reason.find("Permission denied"), std::string::npos);
+}
+
+TEST(Methods, ZerooutOnBlockDevicesOnly) {
+    auto c = raw_nvme(0x01, true, true);
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::zeroout].usable, true);
+    c.write_zeroes.max_bytes = 0;
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::zeroout].usable, true);
+    EXPECT_NE(c.methods[zero_method::zeroout].reason.find("zero pages"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wz::plan
