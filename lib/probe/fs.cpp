@@ -13,6 +13,8 @@
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 namespace wz::fsprobe {
 
@@ -76,7 +78,30 @@ result<mount_entry> find_mount(const std::string& path, dev_t st_dev) {
     return e;
 }
 
-result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev) {
+namespace {
+
+std::mutex mount_cache_mutex;
+std::unordered_map<dev_t, mount_entry> mount_cache;
+
+result<mount_entry> cached_mount(const std::string& path, dev_t st_dev, bool refresh) {
+    if (!refresh) {
+        std::lock_guard lock(mount_cache_mutex);
+        auto it = mount_cache.find(st_dev);
+        if (it != mount_cache.end()) {
+            return it->second;
+        }
+    }
+    auto m = find_mount(path, st_dev);
+    if (m) {
+        std::lock_guard lock(mount_cache_mutex);
+        mount_cache[st_dev] = *m;
+    }
+    return m;
+}
+
+}  // namespace
+
+result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev, bool refresh) {
     struct ::statfs sfs {};
     if (::fstatfs(fd, &sfs) != 0) {
         return make_error("statfs", path, errno);
@@ -85,7 +110,7 @@ result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev) {
     info.magic = static_cast<std::uint64_t>(sfs.f_type);
     info.block_size = static_cast<std::uint64_t>(sfs.f_bsize);
     info.type = fs_type_name(info.magic);
-    auto m = find_mount(path, st_dev);
+    auto m = cached_mount(path, st_dev, refresh);
     if (m) {
         info.mount_point = m->target;
         info.mount_source = m->source;

@@ -22,7 +22,8 @@ struct mount_entry {
 // first and by the longest target prefix second.
 result<mount_entry> find_mount(const std::string& path, dev_t st_dev);
 
-// Fills fs_info for an open regular file.
-result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev);
+// Fills fs_info for an open regular file. The mount entry is cached per st_dev (parsing
+// mountinfo is most of a cached stat's cost); `refresh` re-reads it.
+result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev, bool refresh);
 
 }  // namespace wz::fsprobe

@@ -225,9 +225,20 @@ TEST(Recorded, NvmetOverScsiDebugSetupB) {
     auto f = parse_id_ns(ns);
     EXPECT_EQ(f.dlfeat, 0x09);
     EXPECT_TRUE(decode_dlfeat(f.dlfeat).deac_usable);
-    auto g = decode_dealloc(f.nsfeat, f.npwg, f.npdg, f.npda, 0, 0, *lba_bytes(ns));
+    EXPECT_EQ(f.nsfeat, 0x32);  // OPTPERF = 11b: NPDGL/NPDAL valid
+    EXPECT_EQ(f.npdg, 15);
+    auto large = parse_nvm_id_ns(load_hex("nvmet-scsi_debug-nvm-id-ns.hex"));
+    // The same 8 KiB as NPDG (0's based 15), stated as a plain count of 16 blocks.
+    EXPECT_EQ(large.npdgl, 16U);
+    EXPECT_EQ(large.npdal, 16U);
+    auto g = decode_dealloc(f.nsfeat, f.npwg, f.npdg, f.npda, large.npdgl, large.npdal, *lba_bytes(ns));
     ASSERT_TRUE(g.granularity_bytes);
     EXPECT_EQ(*g.granularity_bytes, 8192U);
+    EXPECT_EQ(*g.alignment_bytes, 8192U);
+    EXPECT_EQ(g.source, "npdgl/npdal");
+    auto c = parse_id_ctrl(load_hex("nvmet-scsi_debug-id-ctrl.hex"));
+    EXPECT_NE(c.oncs & oncs_write_zeroes_bit, 0);
+    EXPECT_EQ(c.vwc & 1, 1);
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     std::optional<dev_t> devno;
     if (type == S_IFREG) {
         caps.size_bytes = stx.stx_size;
-        auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor));
+        auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh);
         if (!fs) {
             return fs.error();
         }

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Installs what wzero needs to build and to run every test, from Debian 12's packages.
+# Idempotent: packages already present are not touched. Needs root.
+set -euo pipefail
+
+packages=(
+	# build
+	g++ make cmake pkg-config
+	liburing-dev libnvme-dev libjson-c-dev libmount-dev
+	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
+	# host tests
+	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db
+	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest
+	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
+)
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: run as root (apt-get install)" >&2
+	exit 1
+fi
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
