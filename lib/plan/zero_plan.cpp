@@ -1,0 +1,359 @@
+#include "plan/zero_plan.hpp"
+
+#include "util/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace wz::plan {
+
+namespace {
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+std::uint64_t round_down(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : v / a * a; }
+
+bool usable(const capabilities& caps, zero_method m) {
+    auto it = caps.methods.find(m);
+    return it != caps.methods.end() && it->second.usable.value_or(false);
+}
+std::string why(const capabilities& caps, zero_method m) {
+    auto it = caps.methods.find(m);
+    return it != caps.methods.end() ? it->second.reason : std::string("not assessed");
+}
+
+error_info not_supported(const capabilities& caps, std::string what) {
+    return make_error_msg(ENOTSUP, fmt::format("{}: {}", caps.path, what));
+}
+
+// Adjacent operations of the same data-write kind merge into one: the executor chunks them.
+void merge_writes(std::vector<operation>& ops) {
+    std::vector<operation> out;
+    for (auto& op : ops) {
+        if (!out.empty() && (op.kind == op_kind::write_direct || op.kind == op_kind::write_buffered) &&
+            out.back().kind == op.kind && out.back().offset + out.back().length == op.offset &&
+            out.back().reason == op.reason) {
+            out.back().length += op.length;
+            continue;
+        }
+        out.push_back(std::move(op));
+    }
+    ops = std::move(out);
+}
+
+std::uint32_t dio_align(const capabilities& caps) {
+    if (!caps.dio) {
+        return 0;
+    }
+    return std::max(caps.dio->offset_align, 1U);
+}
+
+}  // namespace
+
+const char* to_string(op_kind k) noexcept {
+    switch (k) {
+    case op_kind::kernel_write_zeroes: return "kernel";
+    case op_kind::allocate: return "allocate";
+    case op_kind::nvme_write_zeroes: return "nvme";
+    case op_kind::zeroout: return "zeroout";
+    case op_kind::write_direct: return "write";
+    case op_kind::write_buffered: return "write-buffered";
+    }
+    return "?";
+}
+
+zero_method method_of(const operation& op) noexcept {
+    switch (op.kind) {
+    case op_kind::kernel_write_zeroes: return zero_method::kernel;
+    case op_kind::nvme_write_zeroes: return op.deac ? zero_method::nvme_deac : zero_method::nvme;
+    case op_kind::zeroout: return zero_method::zeroout;
+    case op_kind::allocate:
+    case op_kind::write_direct:
+    case op_kind::write_buffered: return zero_method::write;
+    }
+    return zero_method::write;
+}
+
+nvme_geometry geometry_from(const capabilities& caps) {
+    nvme_geometry g;
+    if (!caps.nvme) {
+        return g;
+    }
+    const nvme_info& n = *caps.nvme;
+    g.lba_bytes = n.lba_bytes != 0 ? n.lba_bytes : 512;
+    g.partition_start_bytes = caps.device ? caps.device->partition_start_bytes : 0;
+    g.nsze_lba = n.nsze_lba;
+    std::uint64_t max_nlb = 65536;  // NLB is 16 bits, 0's based
+    // WZSL bounds Write Zeroes (NVM command set spec, Identify Controller NVM); where its
+    // unit (CAP.MPSMIN) is unknown, the kernel's write_zeroes_max_bytes, derived from it,
+    // stands in.
+    if (n.wzsl_max_bytes && *n.wzsl_max_bytes != 0) {
+        max_nlb = std::min<std::uint64_t>(max_nlb, *n.wzsl_max_bytes / g.lba_bytes);
+    } else if ((!n.wzsl_max_bytes || n.wzsl.value_or(0) != 0) && caps.write_zeroes.max_bytes != 0) {
+        max_nlb = std::min<std::uint64_t>(max_nlb, caps.write_zeroes.max_bytes / g.lba_bytes);
+    }
+    g.max_nlb = static_cast<std::uint32_t>(std::max<std::uint64_t>(max_nlb, 1));
+    g.npdg_bytes = n.npdg_bytes;
+    g.npda_bytes = n.npda_bytes;
+    g.deac = n.deac.value_or(false);
+    return g;
+}
+
+void split_nvme_range(const nvme_geometry& g, std::uint64_t slba, std::uint64_t nlb_total, std::uint64_t offset,
+                      const std::string& reason, std::vector<operation>& out) {
+    const std::uint64_t end = slba + nlb_total;
+    auto emit = [&](std::uint64_t from, std::uint64_t to, bool deac, std::uint64_t chunk, const std::string& why) {
+        for (std::uint64_t lba = from; lba < to;) {
+            std::uint64_t n = std::min(chunk, to - lba);
+            operation op;
+            op.kind = op_kind::nvme_write_zeroes;
+            op.slba = lba;
+            op.nlb = static_cast<std::uint32_t>(n);
+            op.deac = deac;
+            op.offset = offset + (lba - slba) * g.lba_bytes;
+            op.length = n * g.lba_bytes;
+            op.reason = why;
+            out.push_back(std::move(op));
+            lba += n;
+        }
+    };
+    if (!g.deac || nlb_total == 0) {
+        emit(slba, end, false, g.max_nlb, reason);
+        return;
+    }
+    // Granularity and alignment in blocks; not stated (or finer than a block): one block.
+    const std::uint64_t gran = std::max<std::uint64_t>(g.npdg_bytes.value_or(0) / g.lba_bytes, 1);
+    const std::uint64_t align = std::max<std::uint64_t>(g.npda_bytes.value_or(0) / g.lba_bytes, 1);
+    const std::uint64_t deac_chunk = round_down(g.max_nlb, gran);
+    const std::uint64_t mid_start = round_up(slba, align);
+    const std::uint64_t mid_end = mid_start < end ? mid_start + round_down(end - mid_start, gran) : mid_start;
+    if (deac_chunk == 0 || mid_start >= mid_end) {
+        emit(slba, end, false, g.max_nlb,
+             reason + (deac_chunk == 0 ? "; deallocate granularity exceeds the largest command: no DEAC"
+                                       : "; no deallocation-aligned span: no DEAC"));
+        return;
+    }
+    emit(slba, mid_start, false, g.max_nlb, reason + "; head before the deallocate alignment: no DEAC");
+    emit(mid_start, mid_end, true, deac_chunk, reason + "; aligned to NPDA/NPDG: DEAC");
+    emit(mid_end, end, false, g.max_nlb, reason + "; tail after the last deallocate granule: no DEAC");
+}
+
+void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t align, const std::string& reason,
+                       std::vector<operation>& out) {
+    if (length == 0) {
+        return;
+    }
+    const std::uint64_t end = offset + length;
+    auto emit = [&](op_kind k, std::uint64_t from, std::uint64_t to, const std::string& why) {
+        if (from < to) {
+            operation op;
+            op.kind = k;
+            op.offset = from;
+            op.length = to - from;
+            op.reason = why;
+            out.push_back(std::move(op));
+        }
+    };
+    if (align == 0) {
+        emit(op_kind::write_buffered, offset, end, reason + " (no O_DIRECT here)");
+        return;
+    }
+    const std::uint64_t mid_start = std::min(round_up(offset, align), end);
+    const std::uint64_t mid_end = std::max(round_down(end, align), mid_start);
+    emit(op_kind::write_buffered, offset, mid_start, reason + " (head not aligned for O_DIRECT)");
+    emit(op_kind::write_direct, mid_start, mid_end, reason);
+    emit(op_kind::write_buffered, mid_end, end, reason + " (tail not aligned for O_DIRECT)");
+}
+
+result<plan_result> plan_block_device(const capabilities& caps, const request& req) {
+    plan_result r;
+    if (req.offset + req.length > caps.size_bytes || req.offset + req.length < req.offset) {
+        return make_error_msg(EINVAL, fmt::format("zero {} [offset {}, length {}]: range ends past the end of the "
+                                                  "device ({} bytes)",
+                                                  caps.path, req.offset, req.length, caps.size_bytes));
+    }
+    const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0 ? caps.device->logical_block_size
+                                                                                 : 512;
+    const std::uint64_t mid_start = std::min(round_up(req.offset, lbs), req.offset + req.length);
+    const std::uint64_t mid_end = std::max(round_down(req.offset + req.length, lbs), mid_start);
+    auto edges = [&](std::vector<operation>& ops) {
+        // Sub-block edges can only be written (through the page cache).
+        std::vector<operation> head, tail;
+        split_write_range(req.offset, mid_start - req.offset, 0, "partial logical block", head);
+        split_write_range(mid_end, req.offset + req.length - mid_end, 0, "partial logical block", tail);
+        for (auto& h : head) {
+            h.reason = "partial logical block at the head";
+        }
+        for (auto& t : tail) {
+            t.reason = "partial logical block at the tail";
+        }
+        ops.insert(ops.begin(), head.begin(), head.end());
+        ops.insert(ops.end(), tail.begin(), tail.end());
+    };
+
+    std::vector<method_choice> order;
+    if (req.method == method_choice::automatic) {
+        order = {method_choice::nvme, method_choice::kernel, method_choice::zeroout, method_choice::write};
+    } else {
+        order = {req.method};
+        if (req.fallback) {
+            for (auto m : {method_choice::nvme, method_choice::kernel, method_choice::zeroout, method_choice::write}) {
+                if (m != req.method) {
+                    order.push_back(m);
+                }
+            }
+        }
+    }
+    for (method_choice m : order) {
+        switch (m) {
+        case method_choice::nvme: {
+            const bool deac_ok = usable(caps, zero_method::nvme_deac);
+            if (!deac_ok && !usable(caps, zero_method::nvme)) {
+                r.notes.push_back("nvme: " + why(caps, zero_method::nvme));
+                continue;
+            }
+            nvme_geometry g = geometry_from(caps);
+            g.deac = deac_ok;
+            if (!deac_ok) {
+                r.notes.push_back("nvme_deac: " + why(caps, zero_method::nvme_deac));
+            }
+            if (mid_end > mid_start) {
+                const std::uint64_t slba = (mid_start + g.partition_start_bytes) / g.lba_bytes;
+                split_nvme_range(g, slba, (mid_end - mid_start) / g.lba_bytes, mid_start,
+                                 fmt::format("NVMe Write Zeroes through {}", caps.nvme->char_device), r.operations);
+            }
+            edges(r.operations);
+            return r;
+        }
+        case method_choice::kernel:
+            if (!usable(caps, zero_method::kernel)) {
+                r.notes.push_back("kernel: " + why(caps, zero_method::kernel));
+                continue;
+            }
+            if (mid_end > mid_start) {
+                r.operations.push_back({op_kind::kernel_write_zeroes, mid_start, mid_end - mid_start, 0, 0, false,
+                                        "fallocate(FALLOC_FL_WRITE_ZEROES) on the block device"});
+            }
+            edges(r.operations);
+            return r;
+        case method_choice::zeroout:
+            if (mid_end > mid_start) {
+                r.operations.push_back({op_kind::zeroout, mid_start, mid_end - mid_start, 0, 0, false,
+                                        why(caps, zero_method::zeroout)});
+            }
+            edges(r.operations);
+            return r;
+        case method_choice::write:
+            split_write_range(req.offset, req.length, lbs, "data writes of zeroes", r.operations);
+            return r;
+        case method_choice::automatic: break;
+        }
+    }
+    const char* name = req.method == method_choice::nvme ? "nvme" : req.method == method_choice::kernel ? "kernel"
+                                                                                                        : "zeroout";
+    return not_supported(caps, fmt::format("method {} is not supported here: {}", name,
+                                           r.notes.empty() ? std::string("no usable method") : r.notes.back()));
+}
+
+result<file_first_stage> plan_file_first_stage(const capabilities& caps, const request& req) {
+    file_first_stage s;
+    if (req.method == method_choice::zeroout && !req.fallback) {
+        return not_supported(caps, "method zeroout is not supported for regular files (block devices only)");
+    }
+    auto it = caps.methods.find(zero_method::kernel);
+    // Tri-state without std::optional<bool>: g++ 12 warns (maybe-uninitialized) on a copy.
+    const bool k_known = it != caps.methods.end() && it->second.usable.has_value();
+    const bool k_usable = k_known && *it->second.usable;
+    const bool wants_kernel = req.method == method_choice::automatic || req.method == method_choice::kernel ||
+                              (req.fallback && req.method == method_choice::zeroout);
+    if (!wants_kernel) {
+        s.reason = "method chosen: skip FALLOC_FL_WRITE_ZEROES";
+        return s;
+    }
+    if (!k_known || k_usable) {
+        // Unknown support is tried: the call itself is the only complete probe, and a
+        // refusal (EOPNOTSUPP/EINVAL) costs nothing and is remembered.
+        s.try_kernel = true;
+        s.reason = k_known ? why(caps, zero_method::kernel)
+                           : "support unknown (" + why(caps, zero_method::kernel) + "): trying";
+        return s;
+    }
+    if (req.method == method_choice::kernel && !req.fallback) {
+        return not_supported(caps, "method kernel is not supported here: " + why(caps, zero_method::kernel));
+    }
+    s.reason = "kernel: " + why(caps, zero_method::kernel);
+    return s;
+}
+
+result<plan_result> plan_file_extents(const capabilities& caps, const request& req,
+                                      std::span<const extent::extent> extents) {
+    plan_result r;
+    const bool nvme_ok = usable(caps, zero_method::nvme_deac) || usable(caps, zero_method::nvme);
+    const bool nvme_allowed = nvme_ok && req.in_place != in_place_policy::never &&
+                              (req.method == method_choice::automatic || req.method == method_choice::nvme);
+    if (req.method == method_choice::nvme && !nvme_ok && !req.fallback) {
+        return not_supported(caps, "method nvme is not supported here: " + why(caps, zero_method::nvme));
+    }
+    if (caps.fs && caps.fs->cow) {
+        r.notes.push_back(fmt::format("{}: zeroed and allocated, but written extents gain nothing here", caps.fs->cow_reason));
+    }
+    if (!nvme_ok) {
+        r.notes.push_back("nvme: " + why(caps, zero_method::nvme));
+    }
+    nvme_geometry g = geometry_from(caps);
+    g.deac = usable(caps, zero_method::nvme_deac);
+    const std::uint32_t align = dio_align(caps);
+    std::uint64_t expect = req.offset;
+    for (const auto& e : extents) {
+        if (e.offset != expect) {
+            return make_error_msg(EINVAL, fmt::format("plan {}: extent map does not cover [offset {}, length {}] "
+                                                      "(gap at {})",
+                                                      caps.path, req.offset, req.length, expect));
+        }
+        expect = e.offset + e.length;
+        const bool written = e.type == extent::kind::written && e.physical;
+        if (written && nvme_allowed) {
+            // The extent's LBA-aligned middle in place; a clipped, unaligned edge by writes.
+            const std::uint64_t lba = g.lba_bytes;
+            const std::uint64_t dev_start = *e.physical + g.partition_start_bytes;
+            const std::uint64_t head = (lba - dev_start % lba) % lba;
+            const std::uint64_t body = e.length > head ? round_down(e.length - head, lba) : 0;
+            if (body == 0) {
+                split_write_range(e.offset, e.length, align, "written extent smaller than a logical block",
+                                  r.operations);
+                continue;
+            }
+            split_write_range(e.offset, head, align, "written extent: partial logical block", r.operations);
+            split_nvme_range(g, (dev_start + head) / lba, body / lba, e.offset + head,
+                             fmt::format("written extent in place through {}", caps.nvme->char_device), r.operations);
+            split_write_range(e.offset + head + body, e.length - head - body, align,
+                              "written extent: partial logical block", r.operations);
+            continue;
+        }
+        if (written && req.in_place == in_place_policy::require) {
+            return not_supported(caps, fmt::format("in-place zeroing required, but the written extent at offset {} "
+                                                   "cannot be zeroed in place: {}",
+                                                   e.offset, nvme_ok ? "in-place zeroing not allowed by --method"
+                                                                     : why(caps, zero_method::nvme)));
+        }
+        if (!written && req.method == method_choice::nvme && !req.fallback) {
+            return not_supported(caps, fmt::format("method nvme: the {} extent at offset {} must be converted by "
+                                                   "data writes",
+                                                   extent::to_string(e.type), e.offset));
+        }
+        std::string reason = e.type == extent::kind::written  ? "written extent: data writes"
+                             : e.type == extent::kind::unwritten || e.type == extent::kind::hole
+                                 ? "unwritten extent or hole: data writes convert it"
+                                 : fmt::format("{} extent: never zeroed in place, data writes",
+                                               extent::to_string(e.type));
+        split_write_range(e.offset, e.length, align, reason, r.operations);
+    }
+    if (expect != req.offset + req.length) {
+        return make_error_msg(EINVAL, fmt::format("plan {}: extent map ends at {}, range ends at {}", caps.path, expect,
+                                                  req.offset + req.length));
+    }
+    merge_writes(r.operations);
+    return r;
+}
+
+}  // namespace wz::plan

@@ -1,0 +1,105 @@
+#pragma once
+
+// The zeroing planner: capabilities + a byte range (+ the file's extents) in, an ordered
+// list of operations out, each with its reason. Pure: no I/O, so that every rule of
+// ../shared/DESIGN.md ("Method chain for alloc") is unit-tested without devices.
+
+#include "extent/fiemap.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace wz::plan {
+
+enum class op_kind {
+    kernel_write_zeroes,  // fallocate(FALLOC_FL_WRITE_ZEROES) over the byte range
+    allocate,             // fallocate(0): allocate (as unwritten extents) before zeroing
+    nvme_write_zeroes,    // NVMe Write Zeroes over [slba, slba + nlb), DEAC or not
+    zeroout,              // BLKZEROOUT over the byte range of a block device
+    write_direct,         // O_DIRECT writes of zeroes (range aligned to the DIO alignment)
+    write_buffered,       // buffered writes of zeroes (unaligned head/tail, or no O_DIRECT)
+};
+const char* to_string(op_kind k) noexcept;
+
+struct operation {
+    op_kind kind = op_kind::write_buffered;
+    std::uint64_t offset = 0;  // file or block-device bytes
+    std::uint64_t length = 0;
+    // nvme_write_zeroes: namespace LBAs (partition start already added)
+    std::uint64_t slba = 0;
+    std::uint32_t nlb = 0;  // blocks, 1..65536 (NLB is a 16-bit 0's based field)
+    bool deac = false;
+    std::string reason;
+    friend bool operator==(const operation&, const operation&) = default;
+};
+
+// Which zeroing method the report attributes an operation's bytes to.
+zero_method method_of(const operation& op) noexcept;
+
+enum class method_choice { automatic, kernel, nvme, zeroout, write };
+enum class in_place_policy { automatic, never, require };
+
+struct request {
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    method_choice method = method_choice::automatic;
+    bool fallback = true;
+    in_place_policy in_place = in_place_policy::automatic;
+};
+
+// Device limits for NVMe Write Zeroes commands.
+struct nvme_geometry {
+    std::uint32_t lba_bytes = 512;
+    std::uint64_t partition_start_bytes = 0;
+    std::uint64_t nsze_lba = 0;                 // namespace size (commands past it are a bug)
+    std::uint32_t max_nlb = 65536;              // min(65536, WZSL, transfer limits) in blocks
+    std::optional<std::uint64_t> npdg_bytes;    // DEAC granularity (nullopt: not stated)
+    std::optional<std::uint64_t> npda_bytes;    // DEAC alignment
+    bool deac = false;                          // DEAC may be set at all
+};
+nvme_geometry geometry_from(const capabilities& caps);
+
+// Splits the namespace range [slba, slba + nlb_total) into Write Zeroes commands: DEAC only
+// on the NPDA-aligned, NPDG-multiple middle (when deac is allowed and the geometry is
+// stated), the unaligned head and tail without DEAC, every command at most max_nlb blocks
+// (and DEAC commands a multiple of NPDG). Appends to `out`; `offset` is the byte address
+// (file or device) that slba corresponds to, for the report.
+void split_nvme_range(const nvme_geometry& g, std::uint64_t slba, std::uint64_t nlb_total, std::uint64_t offset,
+                      const std::string& reason, std::vector<operation>& out);
+
+// Splits a byte range for data writes: the middle aligned to `align` goes direct, the
+// unaligned head and tail buffered. align == 0: everything buffered.
+void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t align, const std::string& reason,
+                       std::vector<operation>& out);
+
+struct plan_result {
+    std::vector<operation> operations;
+    std::vector<std::string> notes;  // decisions that are not operations (CoW, fallbacks)
+};
+
+// Block device: the whole range by the best usable method (passthrough, kernel, BLKZEROOUT,
+// writes), or by the requested one. An unusable requested method with fallback off is an
+// error with ENOTSUP ("not supported").
+result<plan_result> plan_block_device(const capabilities& caps, const request& req);
+
+// Regular file, first stage: the kernel's FALLOC_FL_WRITE_ZEROES if it may be tried, else
+// (or after it failed with EOPNOTSUPP) allocate with fallocate(0) and plan the extents.
+struct file_first_stage {
+    bool try_kernel = false;
+    std::string reason;
+};
+result<file_first_stage> plan_file_first_stage(const capabilities& caps, const request& req);
+
+// Regular file, second stage, over the allocated range's extents (in file order, covering
+// the range exactly): already-written extents on an in-place filesystem over an NVMe
+// namespace -> NVMe Write Zeroes at their device LBAs (when allowed); everything else ->
+// data writes, which also convert unwritten extents to written.
+result<plan_result> plan_file_extents(const capabilities& caps, const request& req,
+                                      std::span<const extent::extent> extents);
+
+}  // namespace wz::plan

@@ -1,0 +1,371 @@
+#include "plan/zero_plan.hpp"
+
+#include "plan/assess.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace wz::plan {
+namespace {
+
+using extent::kind;
+
+nvme_geometry geo(std::uint32_t lba, std::optional<std::uint64_t> npdg, std::optional<std::uint64_t> npda,
+                  bool deac, std::uint32_t max_nlb = 65536) {
+    nvme_geometry g;
+    g.lba_bytes = lba;
+    g.npdg_bytes = npdg;
+    g.npda_bytes = npda;
+    g.deac = deac;
+    g.max_nlb = max_nlb;
+    return g;
+}
+
+// Every command in range, contiguous, NLB in 1..65536, exact cover of [slba, slba+n).
+void expect_exact_cover(const std::vector<operation>& ops, std::uint64_t slba, std::uint64_t n) {
+    std::uint64_t at = slba;
+    for (const auto& op : ops) {
+        ASSERT_EQ(op.kind, op_kind::nvme_write_zeroes);
+        EXPECT_EQ(op.slba, at);
+        EXPECT_GE(op.nlb, 1U);
+        EXPECT_LE(op.nlb, 65536U);
+        at += op.nlb;
+    }
+    EXPECT_EQ(at, slba + n);
+}
+
+TEST(SplitNvme, NoDeacIsOneChunkedRun) {
+    std::vector<operation> ops;
+    split_nvme_range(geo(512, 4096, 4096, false), 100, 300, 51200, "r", ops);
+    ASSERT_EQ(ops.size(), 1U);
+    EXPECT_EQ(ops[0].slba, 100U);
+    EXPECT_EQ(ops[0].nlb, 300U);
+    EXPECT_FALSE(ops[0].deac);
+    EXPECT_EQ(ops[0].offset, 51200U);
+    EXPECT_EQ(ops[0].length, 300U * 512);
+}
+
+TEST(SplitNvme, SixteenBitNlbLimit) {
+    std::vector<operation> ops;
+    split_nvme_range(geo(512, std::nullopt, std::nullopt, false), 0, 200000, 0, "r", ops);
+    expect_exact_cover(ops, 0, 200000);
+    ASSERT_EQ(ops.size(), 4U);
+    EXPECT_EQ(ops[0].nlb, 65536U);
+    EXPECT_EQ(ops[3].nlb, 200000U - 3 * 65536);
+}
+
+TEST(SplitNvme, DeacOnlyOnTheAlignedMiddle) {
+    // 8 KiB granularity/alignment with 512-byte blocks (setup B): 16-block granules.
+    std::vector<operation> ops;
+    split_nvme_range(geo(512, 8192, 8192, true), 5, 100, 0, "r", ops);
+    expect_exact_cover(ops, 5, 100);
+    ASSERT_EQ(ops.size(), 3U);
+    EXPECT_FALSE(ops[0].deac);  // head [5, 16)
+    EXPECT_EQ(ops[0].nlb, 11U);
+    EXPECT_TRUE(ops[1].deac);  // [16, 96): five granules
+    EXPECT_EQ(ops[1].slba, 16U);
+    EXPECT_EQ(ops[1].nlb, 80U);
+    EXPECT_FALSE(ops[2].deac);  // tail [96, 105)
+    EXPECT_EQ(ops[2].nlb, 9U);
+    for (const auto& op : ops) {
+        if (op.deac) {
+            EXPECT_EQ(op.slba * 512 % 8192, 0U);
+            EXPECT_EQ(op.nlb * 512ULL % 8192, 0U);
+        }
+    }
+}
+
+TEST(SplitNvme, AlreadyAlignedHasNoHeadOrTail) {
+    std::vector<operation> ops;
+    split_nvme_range(geo(4096, 65536, 65536, true), 32, 64, 0, "r", ops);
+    ASSERT_EQ(ops.size(), 1U);
+    EXPECT_TRUE(ops[0].deac);
+    EXPECT_EQ(ops[0].nlb, 64U);
+}
+
+TEST(SplitNvme, TooSmallForAGranuleHasNoDeac) {
+    std::vector<operation> ops;
+    split_nvme_range(geo(4096, 65536, 65536, true), 3, 10, 0, "r", ops);
+    expect_exact_cover(ops, 3, 10);
+    for (const auto& op : ops) {
+        EXPECT_FALSE(op.deac);
+    }
+}
+
+TEST(SplitNvme, DeacChunksStayGranuleMultiples) {
+    // Granule of 48 blocks, command limit of 100 blocks: DEAC chunks of 96.
+    std::vector<operation> ops;
+    split_nvme_range(geo(512, 48 * 512, 48 * 512, true, 100), 0, 1000, 0, "r", ops);
+    expect_exact_cover(ops, 0, 1000);
+    for (const auto& op : ops) {
+        if (op.deac) {
+            EXPECT_EQ(op.nlb % 48, 0U);
+            EXPECT_LE(op.nlb, 100U);
+        } else {
+            EXPECT_GE(op.slba, 960U);  // only the tail is without DEAC
+        }
+    }
+}
+
+TEST(SplitNvme, DifferentAlignmentAndGranularity) {
+    // Alignment 4 blocks, granularity 16: the middle starts on 4, is a multiple of 16.
+    std::vector<operation> ops;
+    split_nvme_range(geo(512, 16 * 512, 4 * 512, true), 1, 40, 0, "r", ops);
+    expect_exact_cover(ops, 1, 40);
+    ASSERT_EQ(ops.size(), 3U);
+    EXPECT_EQ(ops[1].slba, 4U);
+    EXPECT_EQ(ops[1].nlb, 32U);
+    EXPECT_TRUE(ops[1].deac);
+}
+
+TEST(SplitWrite, AlignedMiddleDirectEdgesBuffered) {
+    std::vector<operation> ops;
+    split_write_range(100, 10000, 4096, "w", ops);
+    ASSERT_EQ(ops.size(), 3U);
+    EXPECT_EQ(ops[0].kind, op_kind::write_buffered);
+    EXPECT_EQ(ops[0].offset, 100U);
+    EXPECT_EQ(ops[0].length, 3996U);
+    EXPECT_EQ(ops[1].kind, op_kind::write_direct);
+    EXPECT_EQ(ops[1].offset, 4096U);
+    EXPECT_EQ(ops[1].length, 4096U);
+    EXPECT_EQ(ops[2].kind, op_kind::write_buffered);
+    EXPECT_EQ(ops[2].offset, 8192U);
+    EXPECT_EQ(ops[2].length, 10100U - 8192);
+}
+
+TEST(SplitWrite, InsideOneBlockIsBuffered) {
+    std::vector<operation> ops;
+    split_write_range(10, 20, 4096, "w", ops);
+    ASSERT_EQ(ops.size(), 1U);
+    EXPECT_EQ(ops[0].kind, op_kind::write_buffered);
+    EXPECT_EQ(ops[0].length, 20U);
+}
+
+TEST(SplitWrite, NoDirectIo) {
+    std::vector<operation> ops;
+    split_write_range(0, 1 << 20, 0, "w", ops);
+    ASSERT_EQ(ops.size(), 1U);
+    EXPECT_EQ(ops[0].kind, op_kind::write_buffered);
+}
+
+capabilities nvme_file(std::uint8_t dlfeat, const std::string& fstype = "ext4") {
+    capabilities c;
+    c.path = "/mnt/f";
+    c.file_type = "regular";
+    c.fs = fs_info{};
+    c.fs->type = fstype;
+    c.fs->cow = fstype == "btrfs";
+    c.dio = dio_alignment{512, 512};
+    c.device = device_info{};
+    c.device->kind = "nvme";
+    c.device->disk = "/dev/nvme0n1";
+    c.device->partition = true;
+    c.device->partition_start_bytes = 1 << 20;
+    c.device->logical_block_size = 512;
+    c.write_zeroes.max_bytes = 512 * 1024;
+    c.write_zeroes.unmap = false;
+    c.cache.kernel = cache_mode::write_back;
+    nvme_info n;
+    n.char_device = "/dev/ng0n1";
+    n.lba_bytes = 512;
+    n.nsze_lba = 1 << 21;
+    n.oncs = 0x15d;
+    n.write_zeroes_supported = true;
+    n.dlfeat = dlfeat;
+    auto d = dlfeat;
+    n.wzds = (d & 8) != 0;
+    n.dlfeat_read_behavior = d & 7;
+    n.deac = n.wzds.value() && (d & 7) == 1;
+    n.npdg_bytes = 8192;
+    n.npda_bytes = 8192;
+    n.wzsl = 0;
+    n.wzsl_max_bytes = 0;
+    n.vwc_present = true;
+    n.vwc_enabled = true;
+    c.nvme = n;
+    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    return c;
+}
+
+extent::extent ext(std::uint64_t off, std::uint64_t len, kind k, std::optional<std::uint64_t> phys = std::nullopt) {
+    extent::extent e;
+    e.offset = off;
+    e.length = len;
+    e.type = k;
+    e.physical = phys;
+    return e;
+}
+
+TEST(PlanFile, WrittenExtentsInPlaceUnwrittenByWrites) {
+    auto c = nvme_file(0x09);
+    request req{0, 3 << 20};
+    std::vector<extent::extent> es = {ext(0, 1 << 20, kind::written, 8 << 20),
+                                      ext(1 << 20, 1 << 20, kind::unwritten, 9 << 20),
+                                      ext(2 << 20, 1 << 20, kind::hole)};
+    auto p = plan_file_extents(c, req, es);
+    ASSERT_TRUE(p) << p.error().message;
+    std::uint64_t nvme_bytes = 0, write_bytes = 0;
+    for (const auto& op : p->operations) {
+        if (op.kind == op_kind::nvme_write_zeroes) {
+            nvme_bytes += op.length;
+            // Namespace LBAs: the partition's start is added to FIEMAP's physical offset.
+            EXPECT_GE(op.slba, ((8U << 20) + (1U << 20)) / 512);
+            EXPECT_LT(op.slba, ((9U << 20) + (1U << 20)) / 512);
+            EXPECT_TRUE(op.deac);  // 8 MiB + 1 MiB is 8 KiB aligned
+        } else {
+            EXPECT_EQ(op.kind, op_kind::write_direct);
+            EXPECT_GE(op.offset, 1U << 20);
+            write_bytes += op.length;
+        }
+    }
+    EXPECT_EQ(nvme_bytes, 1U << 20);
+    EXPECT_EQ(write_bytes, 2U << 20);
+    // The unwritten extent and the hole merge into one write run.
+    EXPECT_EQ(p->operations.back().length, 2U << 20);
+}
+
+TEST(PlanFile, NoDeacWithoutWzds) {
+    auto c = nvme_file(0x01);
+    request req{0, 1 << 20};
+    std::vector<extent::extent> es = {ext(0, 1 << 20, kind::written, 8 << 20)};
+    auto p = plan_file_extents(c, req, es);
+    ASSERT_TRUE(p);
+    for (const auto& op : p->operations) {
+        EXPECT_EQ(op.kind, op_kind::nvme_write_zeroes);
+        EXPECT_FALSE(op.deac);
+    }
+}
+
+TEST(PlanFile, SharedAndOddExtentsAreNeverZeroedInPlace) {
+    auto c = nvme_file(0x09, "xfs");
+    request req{0, 5 * 4096};
+    std::vector<extent::extent> es = {ext(0, 4096, kind::shared, 1 << 20), ext(4096, 4096, kind::encoded),
+                                      ext(8192, 4096, kind::delalloc), ext(12288, 4096, kind::unknown),
+                                      ext(16384, 4096, kind::inline_data)};
+    auto p = plan_file_extents(c, req, es);
+    ASSERT_TRUE(p);
+    for (const auto& op : p->operations) {
+        EXPECT_NE(op.kind, op_kind::nvme_write_zeroes);
+    }
+}
+
+TEST(PlanFile, InPlacePolicy) {
+    auto c = nvme_file(0x09);
+    std::vector<extent::extent> es = {ext(0, 1 << 20, kind::written, 8 << 20)};
+    request never{0, 1 << 20, method_choice::automatic, true, in_place_policy::never};
+    auto p = plan_file_extents(c, never, es);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->operations.at(0).kind, op_kind::write_direct);
+
+    auto nonvme = nvme_file(0x09);
+    nonvme.methods[zero_method::nvme].usable = false;
+    nonvme.methods[zero_method::nvme_deac].usable = false;
+    request require{0, 1 << 20, method_choice::automatic, true, in_place_policy::require};
+    auto q = plan_file_extents(nonvme, require, es);
+    ASSERT_FALSE(q);
+    EXPECT_EQ(q.error().code.value(), ENOTSUP);
+}
+
+TEST(PlanFile, UnalignedEdgesOfAClippedExtent) {
+    auto c = nvme_file(0x09);
+    request req{100, 10000};
+    std::vector<extent::extent> es = {ext(100, 10000, kind::written, (8 << 20) + 100)};
+    auto p = plan_file_extents(c, req, es);
+    ASSERT_TRUE(p);
+    std::uint64_t covered = 0;
+    for (const auto& op : p->operations) {
+        covered += op.length;
+    }
+    EXPECT_EQ(covered, 10000U);
+    EXPECT_EQ(p->operations.front().kind, op_kind::write_buffered);
+    EXPECT_EQ(p->operations.back().kind, op_kind::write_buffered);
+}
+
+TEST(PlanFile, GapInTheMapIsAnError) {
+    auto c = nvme_file(0x09);
+    request req{0, 8192};
+    std::vector<extent::extent> es = {ext(0, 4096, kind::written, 0)};
+    EXPECT_FALSE(plan_file_extents(c, req, es));
+}
+
+TEST(PlanFile, FirstStage) {
+    auto c = nvme_file(0x09);
+    request req{0, 1 << 20};
+    auto s = plan_file_first_stage(c, req);
+    ASSERT_TRUE(s);
+    EXPECT_FALSE(s->try_kernel);  // no unmap write zeroes
+    req.method = method_choice::kernel;
+    req.fallback = false;
+    auto t = plan_file_first_stage(c, req);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().code.value(), ENOTSUP);
+
+    c.write_zeroes.unmap = true;
+    c.write_zeroes.unmap_max_bytes = 1 << 20;
+    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    req.method = method_choice::automatic;
+    EXPECT_TRUE(plan_file_first_stage(c, req)->try_kernel);
+    req.method = method_choice::write;
+    EXPECT_FALSE(plan_file_first_stage(c, req)->try_kernel);
+}
+
+TEST(PlanBlock, PassthroughFirstThenChain) {
+    auto c = nvme_file(0x09);
+    c.file_type = "block";
+    c.fs.reset();
+    c.device->partition = false;
+    c.device->partition_start_bytes = 0;
+    c.size_bytes = 1 << 30;
+    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    request req{4096, 1 << 20};
+    auto p = plan_block_device(c, req);
+    ASSERT_TRUE(p) << p.error().message;
+    std::uint64_t covered = 0;
+    for (const auto& op : p->operations) {
+        EXPECT_EQ(op.kind, op_kind::nvme_write_zeroes);
+        covered += op.length;
+    }
+    EXPECT_EQ(covered, 1U << 20);
+    EXPECT_EQ(p->operations.front().slba, 8U);
+
+    // Past the end of the device: refused before anything is planned.
+    request past{(1ULL << 30) - 4096, 8192};
+    EXPECT_FALSE(plan_block_device(c, past));
+
+    // No passthrough privilege: the kernel's path is next, then BLKZEROOUT.
+    assess(c, assess_inputs{kernel_version{7, 2}, false});
+    p = plan_block_device(c, req);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->operations.at(0).kind, op_kind::zeroout);  // no unmap: kernel unusable
+
+    request forced{4096, 1 << 20, method_choice::nvme, false};
+    auto q = plan_block_device(c, forced);
+    ASSERT_FALSE(q);
+    EXPECT_EQ(q.error().code.value(), ENOTSUP);
+
+    request sub{100, 1000, method_choice::zeroout};
+    p = plan_block_device(c, sub);
+    ASSERT_TRUE(p);
+    std::uint64_t sum = 0;
+    for (const auto& op : p->operations) {
+        sum += op.length;
+    }
+    EXPECT_EQ(sum, 1000U);
+    EXPECT_EQ(p->operations.front().kind, op_kind::write_buffered);
+}
+
+TEST(Geometry, LimitsFromTheRecord) {
+    auto c = nvme_file(0x09);
+    auto g = geometry_from(c);
+    EXPECT_EQ(g.max_nlb, 65536U);  // WZSL 0: no limit stated
+    c.nvme->wzsl = 5;
+    c.nvme->wzsl_max_bytes = 128 * 1024;
+    EXPECT_EQ(geometry_from(c).max_nlb, 256U);
+    c.nvme->wzsl_max_bytes.reset();  // unit unknown: the kernel's limit stands in
+    EXPECT_EQ(geometry_from(c).max_nlb, 1024U);
+    EXPECT_EQ(g.partition_start_bytes, 1U << 20);
+}
+
+}  // namespace
+}  // namespace wz::plan
