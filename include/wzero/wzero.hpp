@@ -2,7 +2,9 @@
 // The public C++ API. Everything else in the library is private.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -184,5 +186,87 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
 
 // The record as JSON text (stable keys, documented in wzero(1)).
 [[nodiscard]] std::string to_json(const capabilities& caps, int indent = 2);
+
+// ---------------------------------------------------------------------------
+// Preallocation as written, zeroed extents (wz::preallocate)
+// ---------------------------------------------------------------------------
+
+enum class method_request { automatic, kernel, nvme, zeroout, write };
+enum class in_place_mode { automatic, never, require };
+enum class verify_mode { none, extents, data };
+
+struct progress_info {
+    std::uint64_t bytes_done = 0;   // zeroed so far (all methods)
+    std::uint64_t bytes_total = 0;
+};
+
+struct preallocate_options {
+    method_request method = method_request::automatic;
+    bool fallback = true;                        // go down the chain when a method is refused
+    in_place_mode in_place = in_place_mode::automatic;  // re-zero written extents through NVMe
+    unsigned queue_depth = 32;
+    std::uint64_t rate_bytes_per_second = 0;     // 0: unlimited
+    verify_mode verify = verify_mode::extents;
+    bool dry_run = false;                        // plan only: touch nothing
+    std::function<void(const progress_info&)> on_progress;
+    const std::atomic<bool>* cancel = nullptr;   // set to stop; the run ends with ECANCELED
+};
+
+// One planned or executed step, as the report and `--dry-run` show it.
+struct planned_operation {
+    std::string kind;      // kernel, allocate, nvme, zeroout, write, write-buffered
+    std::uint64_t offset = 0, length = 0;
+    std::uint64_t slba = 0;
+    std::uint32_t nlb = 0;
+    bool deac = false;
+    std::string reason;
+};
+
+struct preallocate_report {
+    std::string path;
+    std::uint64_t offset = 0, length = 0;
+    std::map<zero_method, std::uint64_t> bytes_by_method;  // bytes zeroed by each method
+    std::uint64_t bytes_done = 0;       // zeroed so far; on failure, how far it got
+    std::uint64_t device_commands = 0;  // NVMe commands, write syscalls/SQEs, fallocate/ioctl calls
+    std::string passthrough_path;       // "uring_cmd" or "ioctl" when NVMe commands were sent
+    bool flushed = false;
+    double elapsed_seconds = 0;
+    std::optional<bool> verified;       // nullopt: not verified
+    std::string verify_detail;
+    std::vector<std::string> decisions; // one line per decision, as -v prints them
+    std::vector<planned_operation> plan;  // dry run: the plan; otherwise the steps taken (bounded)
+};
+
+// Makes [offset, offset + length) of a regular file or block device written zeroes, by the
+// best method available (see wzero(1)), proving the result as `options.verify` asks.
+// Files grow to offset + length as with fallocate(2) and never shrink. On failure the error
+// names the operation, path and range, and `*partial` (if given) says how far it got.
+result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       const preallocate_options& options, preallocate_report* partial = nullptr);
+// Opens PATH (creating a regular file if missing; a block device exclusively) and preallocates.
+result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       const preallocate_options& options, preallocate_report* partial = nullptr);
+
+// The report as JSON text.
+[[nodiscard]] std::string to_json(const preallocate_report& report, int indent = 2);
+
+// Checks that [offset, offset + length) holds no hole or unwritten extent (verify_mode::extents)
+// and, with verify_mode::data, reads back as zeroes. The report's `verified` and
+// `verify_detail` say what was found; a failed check is an error naming the first bad spot.
+result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                  verify_mode mode);
+
+// One extent of a file's map, with the device addresses passthrough would use.
+struct mapped_extent {
+    std::uint64_t offset = 0, length = 0;
+    std::string kind;                       // written, unwritten, hole, shared, encoded, ...
+    std::uint32_t flags = 0;                // FIEMAP_EXTENT_* as the kernel gave them
+    std::optional<std::uint64_t> physical;  // bytes from the start of the fs's block device
+    std::optional<std::uint64_t> lba;       // namespace/disk LBA (partition start added)
+    std::uint64_t nlb = 0;                  // blocks
+    std::optional<bool> dealloc_aligned;    // on NPDA alignment and an NPDG multiple (NVMe only)
+};
+// The extent map of [offset, offset + length) of a file (length 0: to the end of the file).
+result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length);
 
 }  // namespace wz

@@ -19,6 +19,20 @@ struct stat_args {
 void add_stat_command(CLI::App& app, stat_args& args);
 int run_stat(const stat_args& args);
 
+struct alloc_args {
+    std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
+    bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
+    unsigned queue_depth = 32;
+    std::string map_path, map_offset = "0", map_length;
+    bool map_json = false;
+    std::string verify_path, verify_offset = "0", verify_length;
+    bool verify_data = false;
+};
+void add_alloc_commands(CLI::App& app, alloc_args& args);
+int run_alloc(const alloc_args& args);
+int run_map(const alloc_args& args);
+int run_verify(const alloc_args& args);
+
 // "wzero: MESSAGE" on stderr.
 void print_error(const std::string& message);
 

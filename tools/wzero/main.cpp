@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
 
     wzcli::stat_args stat;
     wzcli::add_stat_command(app, stat);
+    wzcli::alloc_args alloc;
+    wzcli::add_alloc_commands(app, alloc);
 
     // CLI11 would only say "A subcommand is required" for a mistyped command.
     if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1])) {
@@ -60,6 +62,15 @@ int main(int argc, char** argv) {
     }
     if (app.got_subcommand("stat")) {
         return wzcli::run_stat(stat);
+    }
+    if (app.got_subcommand("alloc")) {
+        return wzcli::run_alloc(alloc);
+    }
+    if (app.got_subcommand("map")) {
+        return wzcli::run_map(alloc);
+    }
+    if (app.got_subcommand("verify")) {
+        return wzcli::run_verify(alloc);
     }
     return wzcli::exit_failure;
 }

@@ -1,0 +1,118 @@
+// The io_uring engine: data writes of zeroes at queue depth, and NVMe Write Zeroes / Flush
+// through the namespace's generic char device (/dev/ngXnY).
+#pragma once
+
+#include <wzero/wzero.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace wz::io {
+
+// One page-aligned buffer of zeroes shared by every write (never written to).
+// Anonymous memory, populated up front: O_DIRECT and io_uring buffer registration pin
+// real pages, and registration asks for writable ones (FOLL_WRITE), so it is not PROT_READ.
+class zero_buffer {
+public:
+    explicit zero_buffer(std::size_t bytes);  // rounded up to pages; throws std::bad_alloc
+    zero_buffer(const zero_buffer&) = delete;
+    zero_buffer& operator=(const zero_buffer&) = delete;
+    ~zero_buffer();
+    [[nodiscard]] const void* data() const { return data_; }
+    [[nodiscard]] std::size_t size() const { return size_; }
+
+private:
+    void* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// Called from the submitting thread after completions, with the number of bytes newly
+// completed; return false to cancel (in-flight I/O is reaped, nothing new is submitted, the
+// call returns ECANCELED with the progress made). Not called again once it returned false.
+using progress_fn = std::function<bool(std::uint64_t bytes_completed_now)>;
+
+// Bytes per second; 0 = unlimited. A token bucket of one chunk, starting empty, is charged
+// before each submission: over any run, bytes submitted <= rate * elapsed + one chunk.
+struct rate_limit {
+    std::uint64_t bytes_per_second = 0;
+};
+
+struct zero_write_request {
+    int fd = -1;
+    std::string path;                     // for messages
+    std::uint64_t offset = 0, length = 0; // byte range to overwrite with zeroes
+    std::uint32_t chunk_bytes = 1 << 20;  // per write; the last may be shorter
+    unsigned queue_depth = 32;
+    // fd opened O_DIRECT: offset, length and chunk_bytes must be multiples of the offset
+    // alignment (statx STATX_DIOALIGN, else the logical block size of a block device, else
+    // 512); checked, EINVAL naming the range if not.
+    bool direct = true;
+};
+
+struct io_outcome {
+    std::uint64_t bytes_done = 0;  // contiguous from the request's start (see each function)
+    std::uint64_t commands = 0;    // I/O commands issued (resubmissions of short writes count)
+    bool fixed_buffer = false;     // write_zeroes: WRITE_FIXED from a registered buffer, else WRITE
+};
+
+// Writes zeroes with up to queue_depth writes in flight through one io_uring per call. The
+// zero buffer is registered (io_uring_register_buffers) and written with WRITE_FIXED; if
+// registration fails (RLIMIT_MEMLOCK, > 1 GiB chunk, old kernel) plain WRITE is used and
+// io_outcome::fixed_buffer says so. Short writes are resubmitted for the rest.
+// bytes_done: every byte below offset + bytes_done is written.
+// On error: stop submitting, reap what is in flight, return an error naming "write zeroes",
+// the path and the failing range (the lowest one, if several fail) with the errno; `*partial`
+// (when given) holds the outcome on success and on failure alike.
+result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
+                                io_outcome* partial = nullptr);
+
+// NVMe Write Zeroes through the namespace's generic char device (/dev/ngXnY).
+struct nvme_target {
+    int char_fd = -1;  // opened O_RDWR (without CAP_SYS_ADMIN the kernel wants a writable fd)
+    std::string char_path;
+    std::uint32_t nsid = 0;
+    std::uint32_t lba_bytes = 512;
+};
+
+struct nvme_zero_cmd {
+    std::uint64_t slba = 0;
+    std::uint32_t nlb = 0;  // count of blocks, 1..65536 (sent 0's based)
+    bool deac = false;      // CDW12 bit 25: deallocate; only meaningful when DLFEAT says WZDS/DRB 001b
+};
+
+enum class passthrough_path { uring_cmd, ioctl };
+[[nodiscard]] const char* to_string(passthrough_path p) noexcept;  // "uring_cmd" / "ioctl"
+
+// What the caller asks for. automatic: io_uring uring_cmd, falling back to the ioctl when the
+// kernel lacks it; the other two use that path only, and a missing uring_cmd is then an
+// EOPNOTSUPP error of its own ("not supported"), never a silent fallback.
+enum class passthrough_choice { automatic, uring_cmd, ioctl };
+
+// Issues the commands in order with up to queue_depth in flight.
+// uring_cmd (Linux 5.19+): a ring with IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
+// IORING_OP_URING_CMD with cmd_op NVME_URING_CMD_IO. It counts as missing when ring setup
+// fails with EINVAL/ENOSYS/EPERM/EOPNOTSUPP (flags unknown, io_uring absent or disabled by
+// sysctl), when the opcode probe lacks URING_CMD, or when the first command (sent alone)
+// fails with EOPNOTSUPP or EINVAL; automatic then sends every command, that first one
+// included, with NVME_IOCTL_IO_CMD one at a time. `*used` records the path of every command.
+// A command failing with an NVMe status is an error with
+// std::error_code(status, wz::nvme::status_category()); -errno with the system category;
+// the message names the char device, SLBA, NLB and DEAC.
+// Progress gets nlb * lba_bytes per completed command. An nlb outside 1..65536 is EINVAL
+// before anything is sent.
+// bytes_done: the bytes of the longest prefix of `cmds` whose commands all completed.
+result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds, unsigned queue_depth,
+                                     const progress_fn& progress, passthrough_path* used = nullptr,
+                                     passthrough_choice choice = passthrough_choice::automatic,
+                                     io_outcome* partial = nullptr);
+
+// NVMe Flush (opcode 00h) of the namespace through the char device (ioctl: one command, no
+// reason for a ring). wz::result<void> does not compile (result(T) with T = void), so the
+// error comes back as an optional: nullopt means success.
+[[nodiscard]] std::optional<error_info> nvme_flush(const nvme_target& t);
+
+}  // namespace wz::io

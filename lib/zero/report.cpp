@@ -1,0 +1,44 @@
+// The preallocation report as JSON (documented in wzero(1), "alloc --json").
+
+#include <wzero/wzero.hpp>
+
+#include <nlohmann/json.hpp>
+
+namespace wz {
+
+std::string to_json(const preallocate_report& r, int indent) {
+    using json = nlohmann::ordered_json;
+    json j;
+    j["path"] = r.path;
+    j["offset"] = r.offset;
+    j["length"] = r.length;
+    j["bytes_done"] = r.bytes_done;
+    json by = json::object();
+    for (zero_method m : all_zero_methods) {
+        auto it = r.bytes_by_method.find(m);
+        by[to_string(m)] = it != r.bytes_by_method.end() ? it->second : 0;
+    }
+    j["bytes_by_method"] = by;
+    j["device_commands"] = r.device_commands;
+    j["passthrough_path"] = r.passthrough_path.empty() ? json(nullptr) : json(r.passthrough_path);
+    j["flushed"] = r.flushed;
+    j["elapsed_seconds"] = r.elapsed_seconds;
+    j["verified"] = r.verified ? json(*r.verified) : json(nullptr);
+    j["verify_detail"] = r.verify_detail;
+    j["decisions"] = r.decisions;
+    json steps = json::array();
+    for (const auto& s : r.plan) {
+        json o{{"kind", s.kind}, {"offset", s.offset}, {"length", s.length}};
+        if (s.kind == "nvme") {
+            o["slba"] = s.slba;
+            o["nlb"] = s.nlb;
+            o["deac"] = s.deac;
+        }
+        o["reason"] = s.reason;
+        steps.push_back(std::move(o));
+    }
+    j["operations"] = steps;
+    return j.dump(indent);
+}
+
+}  // namespace wz

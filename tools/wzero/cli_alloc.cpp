@@ -1,0 +1,284 @@
+// wzero alloc | map | verify
+
+#include "cli.hpp"
+
+#include "util/size.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+
+namespace wzcli {
+
+namespace {
+
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_sigint(int) { interrupted.store(true); }
+
+// util-linux semantics (K = KiB, KB = 1000, ...), not CLI11's own size validator.
+bool parse_size_arg(const std::string& what, const std::string& text, std::uint64_t& out) {
+    auto v = wz::parse_size(text);
+    if (!v) {
+        print_error(fmt::format("invalid {} '{}': {}\nTry 'wzero --help' for more information.", what, text,
+                                v.error().message));
+        return false;
+    }
+    out = *v;
+    return true;
+}
+
+int status_for(const wz::error_info& e) {
+    return e.code.value() == ENOTSUP || e.code.value() == EOPNOTSUPP ? exit_not_supported : exit_failure;
+}
+
+std::string human(std::uint64_t b) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+// A progress line on a terminal, at most four times a second, after the first second.
+class progress_bar {
+public:
+    explicit progress_bar(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO) != 0) {}
+    void update(const wz::progress_info& p) {
+        if (!enabled_) {
+            return;
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(250)) {
+            return;
+        }
+        last_ = now;
+        const double secs = std::chrono::duration<double>(now - start_).count();
+        const double pct = p.bytes_total != 0 ? 100.0 * static_cast<double>(p.bytes_done) /
+                                                     static_cast<double>(p.bytes_total)
+                                              : 0.0;
+        const int width = 30;
+        const int fill = static_cast<int>(pct / 100.0 * width);
+        fmt::print(stderr, "\r[{:=<{}}{:<{}}] {:5.1f}%  {} of {}  {}/s ", "", fill, "", width - fill, pct,
+                   human(p.bytes_done), human(p.bytes_total),
+                   human(static_cast<std::uint64_t>(static_cast<double>(p.bytes_done) / secs)));
+        shown_ = true;
+    }
+    void finish() {
+        if (shown_) {
+            fmt::print(stderr, "\n");
+        }
+    }
+
+private:
+    bool enabled_;
+    bool shown_ = false;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point last_{};
+};
+
+void print_report(const wz::preallocate_report& r, bool verbose, bool dry_run) {
+    if (verbose || dry_run) {
+        for (const auto& d : r.decisions) {
+            fmt::print("{}\n", d);
+        }
+        for (const auto& op : r.plan) {
+            if (op.kind == "nvme") {
+                fmt::print("{:<15} offset {:>14} length {:>12}  slba {} nlb {}{}  {}\n", op.kind, op.offset,
+                           op.length, op.slba, op.nlb, op.deac ? " DEAC" : "", op.reason);
+            } else {
+                fmt::print("{:<15} offset {:>14} length {:>12}  {}\n", op.kind, op.offset, op.length, op.reason);
+            }
+        }
+    }
+    if (dry_run) {
+        return;
+    }
+    std::string by;
+    for (const auto& [m, b] : r.bytes_by_method) {
+        if (b != 0) {
+            by += fmt::format("{}{} {}", by.empty() ? "" : ", ", wz::to_string(m), human(b));
+        }
+    }
+    fmt::print("{}: zeroed {} at offset {} in {:.3f} s ({}), {} device commands{}{}\n", r.path, human(r.length),
+               r.offset, r.elapsed_seconds, by.empty() ? "nothing" : by, r.device_commands,
+               r.passthrough_path.empty() ? "" : " via " + r.passthrough_path, r.flushed ? ", flushed" : "");
+    if (r.verified) {
+        fmt::print("verify: {} ({})\n", *r.verified ? "ok" : "FAILED", r.verify_detail);
+    } else if (!r.verify_detail.empty()) {
+        fmt::print("verify: not proven ({})\n", r.verify_detail);
+    }
+}
+
+}  // namespace
+
+void add_alloc_commands(CLI::App& app, alloc_args& a) {
+    CLI::App* cmd = app.add_subcommand("alloc", "Make a range of a file or block device written zeroes");
+    cmd->add_option("-o,--offset", a.offset, "Start of the range (util-linux size suffixes: K, KiB, KB, ...)");
+    cmd->add_option("-l,--length", a.length, "Length of the range")->required();
+    cmd->add_flag("-n,--keep-size", a.keep_size, "Refused: written extents beyond EOF are not allowed");
+    cmd->add_flag("-v,--verbose", a.verbose, "Print one line per decision and operation");
+    cmd->add_option("--method", a.method, "auto, kernel, nvme, zeroout or write")
+        ->check(CLI::IsMember({"auto", "kernel", "nvme", "zeroout", "write"}));
+    cmd->add_flag("--no-fallback", a.no_fallback, "Fail (exit 2) instead of going down the method chain");
+    cmd->add_option("--in-place", a.in_place, "Re-zero written extents through NVMe: auto, never, require")
+        ->check(CLI::IsMember({"auto", "never", "require"}));
+    cmd->add_flag("--dry-run", a.dry_run, "Print the plan, touch nothing");
+    cmd->add_option("--verify", a.verify, "none, extents (default) or data (read back)")
+        ->expected(0, 1)
+        ->default_str("extents")
+        ->check(CLI::IsMember({"", "none", "extents", "data"}));
+    cmd->add_option("--rate", a.rate, "Rate limit in bytes per second (size suffixes)");
+    cmd->add_option("--queue-depth", a.queue_depth, "I/O commands in flight")->check(CLI::Range(1, 4096));
+    cmd->add_flag("-J,--json", a.json, "Print the report as JSON");
+    cmd->add_option("path", a.path, "File (created if missing) or block device")->required();
+
+    CLI::App* map = app.add_subcommand("map", "Print a file's extent map with device LBAs");
+    map->add_option("-o,--offset", a.map_offset, "Start of the range");
+    map->add_option("-l,--length", a.map_length, "Length of the range (default: to the end of the file)");
+    map->add_flag("-J,--json", a.map_json, "Print JSON");
+    map->add_option("path", a.map_path, "Regular file")->required();
+
+    CLI::App* ver = app.add_subcommand("verify", "Check that a range is written (and zero)");
+    ver->add_option("-o,--offset", a.verify_offset, "Start of the range");
+    ver->add_option("-l,--length", a.verify_length, "Length of the range (default: to the end of the file)");
+    ver->add_flag("--data", a.verify_data, "Also read the range back and check it is zeroes");
+    ver->add_option("path", a.verify_path, "File or block device")->required();
+}
+
+int run_alloc(const alloc_args& a) {
+    if (a.keep_size) {
+        print_error("--keep-size is not supported: written extents beyond the end of the file are not allowed "
+                    "(fallocate(2) keeps unwritten extents there)\nTry 'wzero --help' for more information.");
+        return exit_failure;
+    }
+    std::uint64_t offset = 0, length = 0, rate = 0;
+    if (!parse_size_arg("offset", a.offset, offset) || !parse_size_arg("length", a.length, length) ||
+        (!a.rate.empty() && !parse_size_arg("rate", a.rate, rate))) {
+        return exit_failure;
+    }
+    if (length == 0) {
+        print_error("invalid length '0': the length must be greater than zero\nTry 'wzero --help' for more "
+                    "information.");
+        return exit_failure;
+    }
+    wz::preallocate_options opt;
+    opt.method = a.method == "kernel"    ? wz::method_request::kernel
+                 : a.method == "nvme"    ? wz::method_request::nvme
+                 : a.method == "zeroout" ? wz::method_request::zeroout
+                 : a.method == "write"   ? wz::method_request::write
+                                         : wz::method_request::automatic;
+    opt.fallback = !a.no_fallback;
+    opt.in_place = a.in_place == "never"     ? wz::in_place_mode::never
+                   : a.in_place == "require" ? wz::in_place_mode::require
+                                             : wz::in_place_mode::automatic;
+    opt.verify = a.verify == "none" ? wz::verify_mode::none
+                 : a.verify == "data" ? wz::verify_mode::data
+                                      : wz::verify_mode::extents;
+    opt.dry_run = a.dry_run;
+    opt.queue_depth = a.queue_depth;
+    opt.rate_bytes_per_second = rate;
+    progress_bar bar(!a.json);
+    opt.on_progress = [&bar](const wz::progress_info& p) { bar.update(p); };
+    opt.cancel = &interrupted;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    (void)sigaction(SIGINT, &sa, nullptr);   // wz: ignored-error (without it Ctrl-C kills, as before)
+    (void)sigaction(SIGTERM, &sa, nullptr);  // wz: ignored-error
+
+    wz::preallocate_report partial;
+    auto r = wz::preallocate(a.path, offset, length, opt, &partial);
+    bar.finish();
+    if (!r) {
+        const auto& e = r.error();
+        if (a.json) {
+            auto j = nlohmann::json::parse(wz::to_json(partial));
+            j["error"] = e.message;
+            fmt::print("{}\n", j.dump(2));
+        }
+        print_error(e.message);
+        if (partial.bytes_done != 0 || e.code.value() == ECANCELED) {
+            print_error(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] "
+                                    "is untouched",
+                                    a.path, partial.bytes_done, length, offset, length));
+        }
+        return status_for(e);
+    }
+    if (a.json) {
+        fmt::print("{}\n", wz::to_json(*r));
+    } else {
+        print_report(*r, a.verbose, a.dry_run);
+    }
+    return exit_ok;
+}
+
+int run_map(const alloc_args& a) {
+    std::uint64_t offset = 0, length = 0;
+    if (!parse_size_arg("offset", a.map_offset, offset) ||
+        (!a.map_length.empty() && !parse_size_arg("length", a.map_length, length))) {
+        return exit_failure;
+    }
+    auto m = wz::map_extents(a.map_path, offset, length);
+    if (!m) {
+        print_error(m.error().message);
+        return status_for(m.error());
+    }
+    if (a.map_json) {
+        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+        for (const auto& e : *m) {
+            arr.push_back({{"offset", e.offset},
+                           {"length", e.length},
+                           {"kind", e.kind},
+                           {"flags", e.flags},
+                           {"physical", e.physical ? nlohmann::ordered_json(*e.physical) : nullptr},
+                           {"lba", e.lba ? nlohmann::ordered_json(*e.lba) : nullptr},
+                           {"nlb", e.nlb},
+                           {"dealloc_aligned", e.dealloc_aligned ? nlohmann::ordered_json(*e.dealloc_aligned)
+                                                                 : nullptr}});
+        }
+        fmt::print("{}\n", nlohmann::ordered_json{{"path", a.map_path}, {"extents", arr}}.dump(2));
+        return exit_ok;
+    }
+    fmt::print("{:>14} {:>14} {:<12} {:>8} {:>14} {:>12} {:>10} {}\n", "offset", "length", "kind", "flags",
+               "physical", "lba", "nlb", "dealloc-aligned");
+    for (const auto& e : *m) {
+        fmt::print("{:>14} {:>14} {:<12} {:>#8x} {:>14} {:>12} {:>10} {}\n", e.offset, e.length, e.kind, e.flags,
+                   e.physical ? fmt::format("{}", *e.physical) : "-", e.lba ? fmt::format("{}", *e.lba) : "-",
+                   e.lba ? fmt::format("{}", e.nlb) : "-",
+                   e.dealloc_aligned ? (*e.dealloc_aligned ? "yes" : "no") : "-");
+    }
+    return exit_ok;
+}
+
+int run_verify(const alloc_args& a) {
+    std::uint64_t offset = 0, length = 0;
+    if (!parse_size_arg("offset", a.verify_offset, offset) ||
+        (!a.verify_length.empty() && !parse_size_arg("length", a.verify_length, length))) {
+        return exit_failure;
+    }
+    auto r = wz::verify(a.verify_path, offset, length, a.verify_data ? wz::verify_mode::data : wz::verify_mode::extents);
+    if (!r) {
+        print_error(r.error().message);
+        return exit_failure;
+    }
+    if (!r->verified) {
+        fmt::print("{}: not proven: {}\n", a.verify_path, r->verify_detail);
+        return exit_not_supported;
+    }
+    fmt::print("{}: ok: {}\n", a.verify_path, r->verify_detail);
+    return exit_ok;
+}
+
+}  // namespace wzcli
