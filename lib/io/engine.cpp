@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <new>
 #include <set>
 #include <thread>
@@ -43,7 +44,7 @@ zero_buffer::~zero_buffer() {
 namespace {
 
 using std::chrono::nanoseconds;
-using clock = std::chrono::steady_clock;
+using steady = std::chrono::steady_clock;
 
 // Charged before each submission. Starts empty so that the average from the very start
 // holds (a full bucket would let the first chunk through free); holds at most one chunk so
@@ -52,14 +53,14 @@ class token_bucket {
 public:
     token_bucket(std::uint64_t bytes_per_second, std::uint64_t capacity_bytes)
         : rate_(static_cast<double>(bytes_per_second)), capacity_(static_cast<double>(capacity_bytes)),
-          last_(clock::now()) {}
+          last_(steady::now()) {}
 
     // nullopt when `bytes` were taken; else how long until they will be there.
     std::optional<nanoseconds> take(std::uint64_t bytes) {
         if (rate_ <= 0) {
             return std::nullopt;
         }
-        const auto now = clock::now();
+        const auto now = steady::now();
         const double elapsed_s = std::chrono::duration<double>(now - last_).count();
         last_ = now;
         tokens_ = std::min(capacity_, tokens_ + elapsed_s * rate_);
@@ -76,7 +77,7 @@ private:
     double rate_;
     double capacity_;
     double tokens_ = 0;
-    clock::time_point last_;
+    steady::time_point last_;
 };
 
 // The offset alignment O_DIRECT needs on this fd. statx reports it for files since Linux 6.1
@@ -105,8 +106,8 @@ struct write_op {
     bool live = false;            // submitted or queued, not yet finished with
 };
 
-// Every io_uring instance holds at most this many SQEs; more in flight gains nothing for
-// zeroing and would only pin memory for the op table.
+// Beyond a few thousand writes in flight nothing is gained for zeroing; the ring and the op
+// table would only grow (the kernel's own cap is 32768 entries).
 constexpr unsigned max_queue_depth = 4096;
 
 class zero_writer {
@@ -255,6 +256,16 @@ result<io_outcome> zero_writer::run(io_outcome& out) {
     iovec iov{const_cast<void*>(buffer_->data()), buffer_->size()};
     fixed_ = io_uring_register_buffers(r, &iov, 1) == 0;
     out.fixed_buffer = fixed_;
+    if (!fixed_) {
+        // WRITE_FIXED is as old as io_uring; plain WRITE came in 5.6. Ask rather than learn it
+        // from a failed write halfway through.
+        std::unique_ptr<io_uring_probe, detail::probe_deleter> probe(io_uring_get_probe_ring(r));
+        if (!probe || io_uring_opcode_supported(probe.get(), IORING_OP_WRITE) == 0) {
+            return make_error_msg(EOPNOTSUPP, fmt::format("write zeroes {}: buffer registration failed and the kernel "
+                                                          "lacks IORING_OP_WRITE (Linux 5.6+)",
+                                                          req_.path));
+        }
+    }
 
     ops_.resize(depth);
     for (unsigned i = depth; i-- > 0;) {

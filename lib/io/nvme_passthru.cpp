@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -95,10 +96,6 @@ std::error_code code_of(int rc) {
     return rc > 0 ? std::error_code(rc, nvme::status_category()) : std::error_code(-rc, std::system_category());
 }
 
-struct probe_deleter {
-    void operator()(io_uring_probe* p) const { io_uring_free_probe(p); }
-};
-
 // Runs the commands, keeping the bookkeeping both paths share.
 class nvme_zeroer {
 public:
@@ -162,7 +159,7 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
         return rc;
     }
     io_uring* r = ring.get();
-    std::unique_ptr<io_uring_probe, probe_deleter> probe(io_uring_get_probe_ring(r));
+    std::unique_ptr<io_uring_probe, detail::probe_deleter> probe(io_uring_get_probe_ring(r));
     if (!probe) {
         missing_why = "io_uring opcode probe failed (Linux < 5.6)";
         return 1;
@@ -306,7 +303,7 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     passthrough_path path = passthrough_path::ioctl;
     if (choice != passthrough_choice::ioctl) {
         std::string missing_why;
-        const unsigned depth = std::min(queue_depth, 4096U);
+        const auto depth = static_cast<unsigned>(std::min<std::size_t>({queue_depth, 4096U, cmds.size()}));
         int rc = zeroer.run_uring(depth, missing_why);
         if (rc < 0) {
             if (used != nullptr) {

@@ -36,6 +36,10 @@ private:
     bool live_ = false;
 };
 
+struct probe_deleter {
+    void operator()(io_uring_probe* p) const { io_uring_free_probe(p); }
+};
+
 // Submits everything prepared. Returns the number the kernel took (it may take fewer, e.g.
 // EAGAIN/EBUSY when completions must be reaped first: those stay queued and go with the next
 // call) or -errno for a failure that retrying will not fix. EINTR is retried.

@@ -295,7 +295,7 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
         return not_supported(caps, "method nvme is not supported here: " + why(caps, zero_method::nvme));
     }
     if (caps.fs && caps.fs->cow) {
-        r.notes.push_back(fmt::format("{}: zeroed and allocated, but written extents gain nothing here", caps.fs->cow_reason));
+
     }
     if (!nvme_ok) {
         r.notes.push_back("nvme: " + why(caps, zero_method::nvme));

@@ -355,7 +355,8 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
         }
     }
     if (caps.fs && caps.fs->cow) {
-        decide(fmt::format("{}: the range is zeroed and allocated, but written extents gain nothing here",
+        decide(fmt::format("copy-on-write: {}; the range is zeroed and allocated, but written extents gain "
+                           "nothing here",
                            caps.fs->cow_reason));
     }
     if (try_kernel) {

@@ -208,6 +208,9 @@ int run_alloc(const alloc_args& a) {
             j["error"] = e.message;
             fmt::print("{}\n", j.dump(2));
         }
+        if (e.code.value() == ECANCELED && interrupted.load()) {
+            print_error(fmt::format("{}: interrupted by a signal", a.path));
+        }
         print_error(e.message);
         if (partial.bytes_done != 0 || e.code.value() == ECANCELED) {
             print_error(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] "

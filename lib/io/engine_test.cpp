@@ -1,0 +1,511 @@
+#include "io/engine.hpp"
+
+#include "probe/nvme_probe.hpp"
+#include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace wz::io;
+
+constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
+constexpr std::uint64_t file_bytes = 64 * MiB;
+constexpr unsigned char fill_byte = 0xAA;
+
+fs::path test_base() {
+    const char* d = std::getenv("WZ_TEST_DIR");
+    return (d != nullptr && *d != '\0') ? fs::path(d) : fs::path("/var/tmp");
+}
+
+// A scratch directory removed afterwards.
+class scratch_dir {
+public:
+    scratch_dir() {
+        std::string tmpl = (test_base() / "wz_engine_test.XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            throw std::system_error(errno, std::system_category(), "mkdtemp " + tmpl);
+        }
+        path_ = tmpl;
+    }
+    ~scratch_dir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);  // wz: ignored-error (best-effort cleanup)
+    }
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+void fill_file(const fs::path& p, std::uint64_t bytes) {
+    wz::unique_fd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd) << p << ": " << std::strerror(errno);
+    std::vector<unsigned char> buf(4 * MiB, fill_byte);
+    for (std::uint64_t off = 0; off < bytes;) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), bytes - off));
+        ASSERT_EQ(::pwrite(fd.get(), buf.data(), n, static_cast<off_t>(off)), static_cast<ssize_t>(n));
+        off += n;
+    }
+    ASSERT_EQ(::fsync(fd.get()), 0);
+}
+
+std::vector<unsigned char> read_file(const fs::path& p) {
+    wz::unique_fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    std::vector<unsigned char> data;
+    if (!fd) {
+        ADD_FAILURE() << p << ": " << std::strerror(errno);
+        return data;
+    }
+    struct stat st {};
+    EXPECT_EQ(::fstat(fd.get(), &st), 0);
+    data.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < data.size()) {
+        ssize_t n = ::pread(fd.get(), data.data() + got, data.size() - got, static_cast<off_t>(got));
+        if (n <= 0) {
+            ADD_FAILURE() << "short read of " << p;
+            break;
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    return data;
+}
+
+// The first index in [from, to) whose byte differs from `want`, or `to`.
+std::uint64_t first_not(const std::vector<unsigned char>& d, std::uint64_t from, std::uint64_t to, unsigned char want) {
+    for (std::uint64_t i = from; i < to; ++i) {
+        if (d[i] != want) {
+            return i;
+        }
+    }
+    return to;
+}
+
+// Zero in [zero_from, zero_to), fill byte everywhere outside [off, off + len).
+void expect_layout(const fs::path& p, std::uint64_t off, std::uint64_t len, std::uint64_t zero_to) {
+    const auto d = read_file(p);
+    ASSERT_EQ(d.size(), file_bytes);
+    EXPECT_EQ(first_not(d, off, zero_to, 0), zero_to) << "non-zero byte inside the written range";
+    EXPECT_EQ(first_not(d, 0, off, fill_byte), off) << "byte before the range changed";
+    EXPECT_EQ(first_not(d, off + len, d.size(), fill_byte), d.size()) << "byte after the range changed";
+}
+
+class write_zeroes_test : public ::testing::Test {
+protected:
+    void SetUp() override {
+        file_ = dir_.path() / "data";
+        fill_file(file_, file_bytes);
+    }
+    wz::unique_fd open_file(bool direct) {
+        return wz::unique_fd(::open(file_.c_str(), O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0)));
+    }
+    scratch_dir dir_;
+    fs::path file_;
+};
+
+struct range_case {
+    std::uint64_t offset, length;
+    std::uint32_t chunk_bytes;
+    unsigned queue_depth;
+    bool direct;
+};
+
+TEST_F(write_zeroes_test, ranges_are_zero_and_nothing_else_changes) {
+    const range_case cases[] = {
+        // buffered: nothing needs to be aligned
+        {1, 4095, 4 * KiB, 1, false},
+        {12345, 3 * MiB + 777, 64 * KiB, 32, false},
+        {5000, 1, 4 * KiB, 32, false},
+        {file_bytes - 10, 10, 4 * KiB, 1, false},
+        {777, 20 * MiB + 3, 4 * MiB, 32, false},
+        {4 * KiB, 5 * MiB, 4 * MiB, 64, false},  // queue deeper than the chunks
+        // O_DIRECT, aligned
+        {0, file_bytes, 1 * MiB, 32, true},
+        {4 * KiB, 4 * KiB, 4 * KiB, 1, true},
+        {1 * MiB, 8 * MiB + 4 * KiB, 4 * MiB, 32, true},
+        {8 * KiB, 16 * MiB, 4 * KiB, 32, true},
+        {12 * KiB, 40 * KiB, 8 * KiB, 1, true},
+        {32 * MiB, 32 * MiB, 4 * MiB, 1, true},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(fmt::format("offset {} length {} chunk {} qd {} direct {}", c.offset, c.length, c.chunk_bytes,
+                                 c.queue_depth, c.direct));
+        fill_file(file_, file_bytes);
+        auto fd = open_file(c.direct);
+        ASSERT_TRUE(fd) << std::strerror(errno);
+        zero_write_request req;
+        req.fd = fd.get();
+        req.path = file_.string();
+        req.offset = c.offset;
+        req.length = c.length;
+        req.chunk_bytes = c.chunk_bytes;
+        req.queue_depth = c.queue_depth;
+        req.direct = c.direct;
+        std::uint64_t reported = 0;
+        io_outcome partial;
+        auto res = write_zeroes(
+            req,
+            [&](std::uint64_t n) {
+                reported += n;
+                return true;
+            },
+            rate_limit{}, &partial);
+        ASSERT_TRUE(res) << res.error().message;
+        EXPECT_EQ(res->bytes_done, c.length);
+        EXPECT_EQ(partial.bytes_done, c.length);
+        EXPECT_EQ(reported, c.length);
+        EXPECT_GE(res->commands, (c.length + c.chunk_bytes - 1) / c.chunk_bytes);
+        if (::geteuid() == 0) {
+            EXPECT_TRUE(res->fixed_buffer);  // root: no RLIMIT_MEMLOCK in the way
+        }
+        fd.reset();
+        expect_layout(file_, c.offset, c.length, c.offset + c.length);
+    }
+}
+
+TEST_F(write_zeroes_test, empty_range_does_nothing) {
+    auto fd = open_file(false);
+    zero_write_request req{fd.get(), file_.string(), 100, 0};
+    req.direct = false;
+    auto res = write_zeroes(req, nullptr, rate_limit{});
+    ASSERT_TRUE(res) << res.error().message;
+    EXPECT_EQ(res->commands, 0U);
+    fd.reset();
+    expect_layout(file_, 0, 0, 0);
+}
+
+TEST_F(write_zeroes_test, direct_misaligned_is_einval_naming_the_range) {
+    struct bad {
+        std::uint64_t offset, length;
+        std::uint32_t chunk_bytes;
+    };
+    for (const bad& b : {bad{100, 4096, 4096}, bad{4096, 1000, 4096}, bad{4096, 8192, 1000}}) {
+        auto fd = open_file(true);
+        ASSERT_TRUE(fd);
+        zero_write_request req;
+        req.fd = fd.get();
+        req.path = file_.string();
+        req.offset = b.offset;
+        req.length = b.length;
+        req.chunk_bytes = b.chunk_bytes;
+        io_outcome partial{1, 1, true};
+        bool called = false;
+        auto res = write_zeroes(
+            req,
+            [&](std::uint64_t) {
+                called = true;
+                return true;
+            },
+            rate_limit{}, &partial);
+        ASSERT_FALSE(res);
+        EXPECT_EQ(res.error().code, std::errc::invalid_argument);
+        EXPECT_NE(res.error().message.find(fmt::format("[offset {}, length {}]", b.offset, b.length)),
+                  std::string::npos)
+            << res.error().message;
+        EXPECT_NE(res.error().message.find(file_.string()), std::string::npos);
+        EXPECT_EQ(partial.bytes_done, 0U);
+        EXPECT_EQ(partial.commands, 0U);
+        EXPECT_FALSE(called);
+    }
+    expect_layout(file_, 0, 0, 0);
+}
+
+TEST_F(write_zeroes_test, bad_arguments_are_einval) {
+    auto fd = open_file(false);
+    zero_write_request req{fd.get(), file_.string(), 0, 4096};
+    req.direct = false;
+    req.chunk_bytes = 0;
+    EXPECT_EQ(write_zeroes(req, nullptr, {}).error().code, std::errc::invalid_argument);
+    req.chunk_bytes = 4096;
+    req.queue_depth = 0;
+    EXPECT_EQ(write_zeroes(req, nullptr, {}).error().code, std::errc::invalid_argument);
+    req.queue_depth = 1;
+    req.offset = UINT64_MAX - 10;
+    EXPECT_EQ(write_zeroes(req, nullptr, {}).error().code, std::errc::invalid_argument);
+    req.offset = 0;
+    req.fd = -1;
+    EXPECT_EQ(write_zeroes(req, nullptr, {}).error().code, std::errc::bad_file_descriptor);
+    fd.reset();
+    expect_layout(file_, 0, 0, 0);
+}
+
+// Cancelling stops new submissions; what is reported done is really zero.
+TEST_F(write_zeroes_test, cancel_from_progress) {
+    struct cancel_case {
+        unsigned queue_depth;
+        bool direct;
+        std::uint64_t cancel_after;
+    };
+    for (const auto& c : {cancel_case{4, true, 8 * MiB}, cancel_case{32, false, 3 * MiB}, cancel_case{1, true, 1}}) {
+        SCOPED_TRACE(fmt::format("qd {} direct {} cancel after {}", c.queue_depth, c.direct, c.cancel_after));
+        fill_file(file_, file_bytes);
+        auto fd = open_file(c.direct);
+        zero_write_request req{fd.get(), file_.string(), 4 * MiB, 40 * MiB};
+        req.chunk_bytes = 1 << 20;
+        req.queue_depth = c.queue_depth;
+        req.direct = c.direct;
+        std::uint64_t seen = 0;
+        unsigned calls_after_cancel = 0;
+        io_outcome partial;
+        auto res = write_zeroes(
+            req,
+            [&](std::uint64_t n) {
+                if (seen >= c.cancel_after) {
+                    ++calls_after_cancel;
+                }
+                seen += n;
+                return seen < c.cancel_after;
+            },
+            rate_limit{}, &partial);
+        ASSERT_FALSE(res);
+        EXPECT_EQ(res.error().code, std::errc::operation_canceled) << res.error().message;
+        EXPECT_EQ(calls_after_cancel, 0U);
+        EXPECT_GE(partial.bytes_done, std::min<std::uint64_t>(c.cancel_after, req.chunk_bytes));
+        EXPECT_LT(partial.bytes_done, req.length);
+        // No more than one queue of writes can land after the cancelling call.
+        EXPECT_LE(partial.bytes_done, seen + std::uint64_t{c.queue_depth} * req.chunk_bytes);
+        if (c.queue_depth == 1) {
+            EXPECT_EQ(partial.bytes_done, req.chunk_bytes);  // one write, then the cancel
+            EXPECT_EQ(partial.commands, 1U);
+        }
+        fd.reset();
+        // Everything below offset + bytes_done is zero; outside the request nothing changed.
+        expect_layout(file_, req.offset, req.length, req.offset + partial.bytes_done);
+        const auto d = read_file(file_);
+        // Beyond the last possible write the fill byte survives.
+        const std::uint64_t untouched = req.offset + (partial.commands * req.chunk_bytes);
+        EXPECT_EQ(first_not(d, untouched, req.offset + req.length, fill_byte), req.offset + req.length);
+    }
+}
+
+// A full filesystem mid-way: ENOSPC naming the failing range, bytes_done exactly where
+// the zeroes stop.
+TEST(write_zeroes_enospc, full_tmpfs) {
+    scratch_dir dir;
+    const fs::path mnt = dir.path() / "tmpfs";
+    fs::create_directory(mnt);
+    if (::mount("wz_test", mnt.c_str(), "tmpfs", 0, "size=8M") != 0) {
+        GTEST_SKIP() << "mount tmpfs: " << std::strerror(errno) << " (needs CAP_SYS_ADMIN)";
+    }
+    struct unmount {
+        const fs::path& p;
+        ~unmount() { (void)::umount2(p.c_str(), MNT_DETACH); }  // wz: ignored-error (test cleanup)
+    } guard{mnt};
+    const fs::path file = mnt / "data";
+    for (unsigned qd : {1U, 8U}) {
+        SCOPED_TRACE(fmt::format("qd {}", qd));
+        // 4 MiB of old data to overwrite, then growth until the 8 MiB run out.
+        fill_file(file, 4 * MiB);
+        wz::unique_fd fd(::open(file.c_str(), O_RDWR | O_CLOEXEC));
+        ASSERT_TRUE(fd);
+        zero_write_request req{fd.get(), file.string(), 0, 16 * MiB};
+        req.chunk_bytes = 1 << 20;
+        req.queue_depth = qd;
+        req.direct = false;
+        io_outcome partial;
+        auto res = write_zeroes(req, nullptr, rate_limit{}, &partial);
+        ASSERT_FALSE(res);
+        EXPECT_EQ(res.error().code, std::errc::no_space_on_device) << res.error().message;
+        EXPECT_NE(res.error().message.find("write zeroes " + file.string()), std::string::npos)
+            << res.error().message;
+        // The lowest failing range starts where the contiguous zeroes end.
+        EXPECT_NE(res.error().message.find(fmt::format("[offset {}, length ", partial.bytes_done)), std::string::npos)
+            << res.error().message << " bytes_done " << partial.bytes_done;
+        EXPECT_GE(partial.bytes_done, 4 * MiB);
+        EXPECT_LE(partial.bytes_done, 8 * MiB);
+        fd.reset();
+        const auto d = read_file(file);
+        ASSERT_GE(d.size(), partial.bytes_done);
+        EXPECT_EQ(first_not(d, 0, partial.bytes_done, 0), partial.bytes_done);
+        fs::remove(file);
+    }
+}
+
+// RLIMIT_FSIZE cuts the write that crosses it short (generic_write_check_limits) and fails
+// the next with EFBIG: the rest of a short write is resubmitted, and bytes_done counts the
+// short write's prefix exactly.
+TEST(write_zeroes_short, short_write_resubmitted_then_efbig) {
+    scratch_dir dir;
+    const fs::path file = dir.path() / "grow";
+    wz::unique_fd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    constexpr std::uint64_t limit = 5 * MiB + 1234;
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    auto old_sigxfsz = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{limit, old.rlim_max};
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &lim), 0);
+    zero_write_request req{fd.get(), file.string(), 0, 8 * MiB};
+    req.direct = false;
+    req.queue_depth = 4;
+    io_outcome partial;
+    auto res = write_zeroes(req, nullptr, rate_limit{}, &partial);
+    (void)::setrlimit(RLIMIT_FSIZE, &old);  // wz: ignored-error (test cleanup)
+    (void)::signal(SIGXFSZ, old_sigxfsz);  // wz: ignored-error (test cleanup)
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.error().code, std::errc::file_too_large) << res.error().message;
+    EXPECT_NE(res.error().message.find(fmt::format("[offset {}, length {}]", limit, 6 * MiB - limit)),
+              std::string::npos)
+        << res.error().message;
+    EXPECT_EQ(partial.bytes_done, limit);
+    fd.reset();
+    const auto d = read_file(file);
+    ASSERT_EQ(d.size(), limit);
+    EXPECT_EQ(first_not(d, 0, limit, 0), limit);
+}
+
+TEST_F(write_zeroes_test, rate_limit_8_mib_per_s) {
+    auto fd = open_file(false);
+    zero_write_request req{fd.get(), file_.string(), 0, 16 * MiB};
+    req.direct = false;
+    req.chunk_bytes = 1 << 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto res = write_zeroes(req, nullptr, rate_limit{8 * MiB});
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(res) << res.error().message;
+    EXPECT_GE(s, 1.8);
+    EXPECT_LT(s, 30.0);
+    RecordProperty("seconds", fmt::format("{:.3f}", s));
+    fd.reset();
+    expect_layout(file_, 0, 16 * MiB, 16 * MiB);
+}
+
+TEST(zero_buffer, page_aligned_and_zero) {
+    zero_buffer b(5000);
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % page, 0U);
+    EXPECT_EQ(b.size() % page, 0U);
+    EXPECT_GE(b.size(), 5000U);
+    const auto* p = static_cast<const unsigned char*>(b.data());
+    EXPECT_TRUE(std::all_of(p, p + b.size(), [](unsigned char c) { return c == 0; }));
+}
+
+// ---------------------------------------------------------------------------------------
+// NVMe passthrough: no NVMe device on the host; the VM rig runs nvme_zero_tool for real.
+// A regular file stands in for the char device: any command that reached it would fail
+// with something other than EINVAL (uring_cmd EOPNOTSUPP, ioctl ENOTTY).
+
+class nvme_args_test : public ::testing::Test {
+protected:
+    void SetUp() override {
+        file_ = dir_.path() / "not_a_chardev";
+        fill_file(file_, 4096);
+        fd_.reset(::open(file_.c_str(), O_RDWR | O_CLOEXEC));
+        ASSERT_TRUE(fd_);
+        target_ = nvme_target{fd_.get(), "/dev/ng9n1", 1, 512};
+    }
+    scratch_dir dir_;
+    fs::path file_;
+    wz::unique_fd fd_;
+    nvme_target target_;
+};
+
+TEST_F(nvme_args_test, invalid_nlb_is_einval_and_nothing_is_sent) {
+    struct bad_case {
+        std::vector<nvme_zero_cmd> cmds;
+        const char* needle;
+    };
+    const bad_case cases[] = {
+        {{{100, 0, false}}, "NLB 0"},
+        {{{100, 65537, true}}, "NLB 65537"},
+        {{{0, 8, false}, {8, 0, false}}, "SLBA 8, NLB 0"},  // a valid first command is not sent either
+        {{{UINT64_MAX - 3, 8, false}}, "NLB 8"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.needle);
+        bool called = false;
+        auto used = static_cast<passthrough_path>(77);
+        io_outcome partial{1, 1, true};
+        auto res = nvme_write_zeroes(
+            target_, c.cmds, 4,
+            [&](std::uint64_t) {
+                called = true;
+                return true;
+            },
+            &used, passthrough_choice::automatic, &partial);
+        ASSERT_FALSE(res);
+        EXPECT_EQ(res.error().code, std::errc::invalid_argument) << res.error().message;
+        EXPECT_NE(res.error().message.find(c.needle), std::string::npos) << res.error().message;
+        EXPECT_NE(res.error().message.find("/dev/ng9n1"), std::string::npos);
+        EXPECT_FALSE(called);
+        EXPECT_EQ(static_cast<int>(used), 77);
+        EXPECT_EQ(partial.commands, 0U);
+        EXPECT_EQ(partial.bytes_done, 0U);
+    }
+}
+
+TEST_F(nvme_args_test, invalid_target_is_einval) {
+    const nvme_zero_cmd cmd{0, 8, false};
+    nvme_target t = target_;
+    t.nsid = 0;
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr).error().code, std::errc::invalid_argument);
+    t = target_;
+    t.lba_bytes = 520;
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr).error().code, std::errc::invalid_argument);
+    EXPECT_EQ(nvme_write_zeroes(target_, {&cmd, 1}, 0, nullptr).error().code, std::errc::invalid_argument);
+    t = target_;
+    t.char_fd = -1;
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr).error().code, std::errc::bad_file_descriptor);
+}
+
+// Not a char device: uring_cmd is missing for it (EOPNOTSUPP on the first command), so the
+// automatic choice falls back to the ioctl, which reports ENOTTY with the full context.
+TEST_F(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
+    const nvme_zero_cmd cmds[] = {{100, 8, true}, {108, 8, true}};
+    auto used = passthrough_path::uring_cmd;
+    io_outcome partial;
+    auto res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::automatic, &partial);
+    ASSERT_FALSE(res);
+    EXPECT_EQ(used, passthrough_path::ioctl);
+    EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation) << res.error().message;
+    EXPECT_EQ(res.error().code.category(), std::system_category());
+    EXPECT_NE(res.error().message.find("/dev/ng9n1 [nsid 1, SLBA 100, NLB 8, DEAC 1] (ioctl)"), std::string::npos)
+        << res.error().message;
+    EXPECT_EQ(partial.commands, 1U);  // stopped at the first failure
+    EXPECT_EQ(partial.bytes_done, 0U);
+
+    // Asked for uring_cmd only: "not supported", no fallback.
+    res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::uring_cmd);
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.error().code, std::errc::operation_not_supported) << res.error().message;
+    EXPECT_NE(res.error().message.find("not supported"), std::string::npos);
+
+    used = passthrough_path::uring_cmd;
+    res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::ioctl);
+    ASSERT_FALSE(res);
+    EXPECT_EQ(used, passthrough_path::ioctl);
+    EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation);
+}
+
+TEST_F(nvme_args_test, flush_errors_name_the_device) {
+    auto err = nvme_flush(target_);
+    ASSERT_TRUE(err);
+    EXPECT_EQ(err->code, std::errc::inappropriate_io_control_operation);
+    EXPECT_NE(err->message.find("nvme flush /dev/ng9n1 [nsid 1]"), std::string::npos) << err->message;
+}
+
+TEST(nvme_status, category_is_not_errno) {
+    const std::error_code ec(0x4002, wz::nvme::status_category());  // DNR | Invalid Field in Command
+    EXPECT_NE(ec.category(), std::system_category());
+    EXPECT_STREQ(to_string(passthrough_path::uring_cmd), "uring_cmd");
+    EXPECT_STREQ(to_string(passthrough_path::ioctl), "ioctl");
+}
+
+}  // namespace
