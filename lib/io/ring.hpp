@@ -3,6 +3,7 @@
 
 #include <liburing.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <optional>
