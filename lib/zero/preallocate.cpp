@@ -66,6 +66,17 @@ planned_operation to_public(const plan::operation& op) {
     return {plan::to_string(op.kind), op.offset, op.length, op.slba, op.nlb, op.deac, op.reason};
 }
 
+using aligned_bytes = std::unique_ptr<unsigned char, decltype(&std::free)>;
+
+// A page-aligned buffer for O_DIRECT reads; empty on allocation failure.
+aligned_bytes aligned_buffer(std::size_t bytes) {
+    void* raw = nullptr;
+    if (::posix_memalign(&raw, 4096, bytes) != 0) {
+        raw = nullptr;
+    }
+    return aligned_bytes(static_cast<unsigned char*>(raw), std::free);
+}
+
 std::optional<error_info> verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
                                        std::uint64_t length, verify_mode mode, preallocate_report& rep) {
     if (mode == verify_mode::none) {
@@ -114,11 +125,10 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
     }
     const std::uint64_t align = caps.dio && direct ? std::max<std::uint64_t>(caps.dio->offset_align, 4096) : 1;
     const std::size_t chunk = 4U << 20;
-    void* raw = nullptr;
-    if (::posix_memalign(&raw, 4096, chunk) != 0) {
+    aligned_bytes buf = aligned_buffer(chunk);
+    if (!buf) {
         return make_error_msg(ENOMEM, "verify: out of memory");
     }
-    std::unique_ptr<unsigned char, decltype(&std::free)> buf(static_cast<unsigned char*>(raw), std::free);
     std::uint64_t pos = offset / align * align;
     const std::uint64_t end = offset + length;
     while (pos < end) {
@@ -166,6 +176,9 @@ private:
     result<int> direct_fd();
     result<int> char_fd(const capabilities& caps);
     bool cancelled() const { return opt_.cancel != nullptr && opt_.cancel->load(); }
+    plan::request request() const {
+        return {offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place)};
+    }
     void progress(std::uint64_t bytes) {
         rep_.bytes_done += bytes;
         if (opt_.on_progress) {
@@ -296,11 +309,10 @@ std::optional<error_info> runner::recheck_edges(const std::vector<plan::operatio
         if (op.deac) {
             continue;
         }
-        void* raw = nullptr;
-        if (::posix_memalign(&raw, 4096, static_cast<std::size_t>(op.length)) != 0) {
+        aligned_bytes buf = aligned_buffer(static_cast<std::size_t>(op.length));
+        if (!buf) {
             return make_error_msg(ENOMEM, "recheck: out of memory");
         }
-        std::unique_ptr<unsigned char, decltype(&std::free)> buf(static_cast<unsigned char*>(raw), std::free);
         ssize_t n = ::pread(reader_.get(), buf.get(), static_cast<std::size_t>(op.length), static_cast<off_t>(op.offset));
         if (n != static_cast<ssize_t>(op.length)) {
             return make_error_range("read back", path_, op.offset, op.length, n < 0 ? errno : EIO);
@@ -388,7 +400,7 @@ std::optional<error_info> runner::execute(const capabilities& caps, const std::v
 }
 
 std::optional<error_info> runner::run_file(const capabilities& caps) {
-    plan::request req{offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place)};
+    const plan::request req = request();
     auto first = plan::plan_file_first_stage(caps, req);
     if (!first) {
         return first.error();
@@ -533,8 +545,7 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
 }
 
 std::optional<error_info> runner::run_block(const capabilities& caps) {
-    plan::request req{offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place)};
-    auto p = plan::plan_block_device(caps, req);
+    auto p = plan::plan_block_device(caps, request());
     if (!p) {
         return p.error();
     }

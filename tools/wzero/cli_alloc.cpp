@@ -36,6 +36,13 @@ bool parse_size_arg(const std::string& what, const std::string& text, std::uint6
     return true;
 }
 
+// -o/-l as util-linux takes them; an empty length means "to the end of the file".
+bool parse_range_args(const std::string& offset_text, const std::string& length_text, std::uint64_t& offset,
+                      std::uint64_t& length) {
+    return parse_size_arg("offset", offset_text, offset) &&
+           (length_text.empty() || parse_size_arg("length", length_text, length));
+}
+
 int status_for(const wz::error_info& e) {
     return e.code.value() == ENOTSUP || e.code.value() == EOPNOTSUPP ? exit_not_supported : exit_failure;
 }
@@ -164,7 +171,7 @@ int run_alloc(const alloc_args& a) {
         return exit_failure;
     }
     std::uint64_t offset = 0, length = 0, rate = 0;
-    if (!parse_size_arg("offset", a.offset, offset) || !parse_size_arg("length", a.length, length) ||
+    if (!parse_range_args(a.offset, a.length, offset, length) ||
         (!a.rate.empty() && !parse_size_arg("rate", a.rate, rate))) {
         return exit_failure;
     }
@@ -229,8 +236,7 @@ int run_alloc(const alloc_args& a) {
 
 int run_map(const alloc_args& a) {
     std::uint64_t offset = 0, length = 0;
-    if (!parse_size_arg("offset", a.map_offset, offset) ||
-        (!a.map_length.empty() && !parse_size_arg("length", a.map_length, length))) {
+    if (!parse_range_args(a.map_offset, a.map_length, offset, length)) {
         return exit_failure;
     }
     auto m = wz::map_extents(a.map_path, offset, length);
@@ -267,8 +273,7 @@ int run_map(const alloc_args& a) {
 
 int run_verify(const alloc_args& a) {
     std::uint64_t offset = 0, length = 0;
-    if (!parse_size_arg("offset", a.verify_offset, offset) ||
-        (!a.verify_length.empty() && !parse_size_arg("length", a.verify_length, length))) {
+    if (!parse_range_args(a.verify_offset, a.verify_length, offset, length)) {
         return exit_failure;
     }
     auto r = wz::verify(a.verify_path, offset, length, a.verify_data ? wz::verify_mode::data : wz::verify_mode::extents);
