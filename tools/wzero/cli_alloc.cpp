@@ -219,7 +219,11 @@ int run_alloc(const alloc_args& a) {
             print_error(fmt::format("{}: interrupted by a signal", a.path));
         }
         print_error(e.message);
-        if (partial.bytes_done != 0 || e.code.value() == ECANCELED) {
+        // Once zeroing may have begun (the record was taken), say how far it got; refusals
+        // before that (bad range, unsupported method) wrote nothing and need no such line.
+        const bool started = !partial.bytes_by_method.empty() && e.code.value() != EINVAL &&
+                             e.code.value() != ENOTSUP && e.code.value() != EOPNOTSUPP;
+        if (started || partial.bytes_done != 0) {
             print_error(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] "
                                     "is untouched",
                                     a.path, partial.bytes_done, length, offset, length));
