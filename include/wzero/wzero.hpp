@@ -194,6 +194,9 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
 enum class method_request { automatic, kernel, nvme, zeroout, write };
 enum class in_place_mode { automatic, never, require };
 enum class verify_mode { none, extents, data };
+// How NVMe commands reach the char device: io_uring uring_cmd (Linux 5.19+) falling back to
+// the NVME_IOCTL_IO_CMD ioctl, or only one of them (a missing uring_cmd is then an error).
+enum class passthrough_mode { automatic, uring_cmd, ioctl };
 
 struct progress_info {
     std::uint64_t bytes_done = 0;   // zeroed so far (all methods)
@@ -205,6 +208,7 @@ struct preallocate_options {
     bool fallback = true;                        // go down the chain when a method is refused
     in_place_mode in_place = in_place_mode::automatic;  // re-zero written extents through NVMe
     unsigned queue_depth = 32;
+    passthrough_mode passthrough = passthrough_mode::automatic;
     std::uint64_t rate_bytes_per_second = 0;     // 0: unlimited
     verify_mode verify = verify_mode::extents;
     bool dry_run = false;                        // plan only: touch nothing

@@ -172,6 +172,13 @@ private:
     std::optional<error_info> run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops);
     std::optional<error_info> run_writes(const plan::operation& op);
     std::optional<error_info> recheck_edges(const std::vector<plan::operation>& ops);
+    std::optional<error_info> write_back_range() {
+        if (::sync_file_range(fd_, static_cast<off_t>(offset_), static_cast<off_t>(length_),
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+            return make_error_range("sync_file_range", path_, offset_, length_, errno);
+        }
+        return std::nullopt;
+    }
     std::optional<error_info> verify(const capabilities& caps);
     result<int> direct_fd();
     result<int> char_fd(const capabilities& caps);
@@ -273,7 +280,10 @@ std::optional<error_info> runner::run_nvme(const capabilities& caps, const std::
     io::passthrough_path used{};
     io::io_outcome out;
     auto r = io::nvme_write_zeroes(t, cmds, std::max(opt_.queue_depth, 1U), io_progress(), &used,
-                                   io::passthrough_choice::automatic, &out);
+                                   opt_.passthrough == passthrough_mode::uring_cmd ? io::passthrough_choice::uring_cmd
+                                   : opt_.passthrough == passthrough_mode::ioctl   ? io::passthrough_choice::ioctl
+                                                                                   : io::passthrough_choice::automatic,
+                                   &out);
     rep_.passthrough_path = io::to_string(used);
     rep_.device_commands += out.commands;
     // Attribute the completed prefix to DEAC / no DEAC.
@@ -558,9 +568,12 @@ std::optional<error_info> runner::run_block(const capabilities& caps) {
         }
         return std::nullopt;
     }
-    // Dirty pages of the device's cache would overwrite what the device zeroes.
-    if (::fdatasync(fd_) != 0) {
-        return make_error("fdatasync", path_, errno);
+    // Dirty pages of the device's cache would overwrite what the device zeroes: write them
+    // back and wait. sync_file_range, not fdatasync: the latter also makes the kernel send a
+    // cache flush, which a write-through device does not need (Linux flushes whenever VWC is
+    // present, whatever WCE says).
+    if (auto e = write_back_range()) {
+        return e;
     }
     auto e = execute(caps, p->operations);
     // Whatever happened, cached pages of the range may now be stale.
@@ -611,7 +624,14 @@ std::optional<error_info> runner::run() {
         // Durable before it is reported: fdatasync sends the device flush when the kernel
         // thinks the cache is write-back; passthrough writes bypass the filesystem, so when
         // the device's cache is really write-back they get an NVMe Flush of their own.
-        if (::fdatasync(fd_) != 0) {
+        const bool raw_write_through =
+            caps->file_type == "block" && caps->cache.effective == cache_mode::write_through;
+        if (raw_write_through) {
+            // No filesystem metadata and no volatile cache: the data is durable once written
+            // back; a flush would do nothing.
+            e = write_back_range();
+            rep_.flushed = false;
+        } else if (::fdatasync(fd_) != 0) {
             e = make_error("fdatasync", path_, errno);
         } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && char_) {
             io::nvme_target t{char_.get(), caps->nvme->char_device, caps->nvme->nsid, caps->nvme->lba_bytes};

@@ -21,6 +21,7 @@ int run_stat(const stat_args& args);
 
 struct alloc_args {
     std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
+    std::string passthrough = "auto";
     bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
     unsigned queue_depth = 32;
     std::string map_path, map_offset = "0", map_length;

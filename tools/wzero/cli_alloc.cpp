@@ -148,6 +148,8 @@ void add_alloc_commands(CLI::App& app, alloc_args& a) {
         ->check(CLI::IsMember({"", "none", "extents", "data"}));
     cmd->add_option("--rate", a.rate, "Rate limit in bytes per second (size suffixes)");
     cmd->add_option("--queue-depth", a.queue_depth, "I/O commands in flight")->check(CLI::Range(1, 4096));
+    cmd->add_option("--passthrough", a.passthrough, "NVMe commands through auto, uring_cmd or ioctl")
+        ->check(CLI::IsMember({"auto", "uring_cmd", "ioctl"}));
     cmd->add_flag("-J,--json", a.json, "Print the report as JSON");
     cmd->add_option("path", a.path, "File (created if missing) or block device")->required();
 
@@ -195,6 +197,9 @@ int run_alloc(const alloc_args& a) {
                                       : wz::verify_mode::extents;
     opt.dry_run = a.dry_run;
     opt.queue_depth = a.queue_depth;
+    opt.passthrough = a.passthrough == "uring_cmd" ? wz::passthrough_mode::uring_cmd
+                      : a.passthrough == "ioctl"   ? wz::passthrough_mode::ioctl
+                                                   : wz::passthrough_mode::automatic;
     opt.rate_bytes_per_second = rate;
     progress_bar bar(!a.json);
     opt.on_progress = [&bar](const wz::progress_info& p) { bar.update(p); };
