@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -272,5 +273,66 @@ struct mapped_extent {
 };
 // The extent map of [offset, offset + length) of a file (length 0: to the end of the file).
 result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length);
+
+// ---------------------------------------------------------------------------
+// Durable writer (wz::writer): O_DSYNC semantics without flushes that do nothing
+// ---------------------------------------------------------------------------
+
+enum class durability_mode {
+    automatic,  // pick from the capability record
+    through,    // write-through device, range written: O_DIRECT writes, no flush, no FUA
+    fua,        // FUA per write: NVMe Write with FUA (raw namespace) or RWF_DSYNC on O_DIRECT
+    flush,      // O_DIRECT writes + one flush shared by every write completed before it
+    dsync,      // plain O_DSYNC | O_DIRECT, the baseline
+};
+[[nodiscard]] const char* to_string(durability_mode m) noexcept;
+
+struct writer_options {
+    durability_mode mode = durability_mode::automatic;
+    // Forcing `through` on a device whose cache is write-back loses durability; refused
+    // unless this is set.
+    bool allow_unsafe_through = false;
+};
+
+struct writer_stats {
+    std::uint64_t writes = 0, bytes = 0;
+    std::uint64_t fua_writes = 0;  // writes sent with FUA (or RWF_DSYNC in fua mode)
+    std::uint64_t flushes = 0;     // flushes this writer issued (fdatasync or NVMe Flush)
+    double p50_us = 0, p99_us = 0, p999_us = 0;
+};
+
+// A durable writer over [offset, offset + length) of a file or block device: every write
+// returns only once it is durable in the chosen mode. Thread-safe: concurrent writers in
+// `flush` mode share flushes (group commit). Writes must be aligned for O_DIRECT (the
+// record's DIO alignment) and lie inside the range; anything else is an error, never a
+// silent loss of durability.
+class writer {
+public:
+    static result<writer> open(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                               const writer_options& options = {});
+    writer(writer&&) noexcept;
+    writer& operator=(writer&&) noexcept;
+    writer(const writer&) = delete;
+    writer& operator=(const writer&) = delete;
+    ~writer();
+
+    // Writes `len` bytes (aligned buffer, offset and length) at `offset`; durable on return.
+    result<std::size_t> pwrite(const void* buf, std::size_t len, std::uint64_t offset);
+    [[nodiscard]] durability_mode mode() const noexcept;
+    [[nodiscard]] const std::string& reason() const noexcept;
+    [[nodiscard]] std::uint32_t alignment() const noexcept;
+    [[nodiscard]] writer_stats stats() const;
+    // Re-reads the device's write cache (e.g. after Set Features FID 06h) and re-picks the
+    // mode; a cache turned on never leaves the writer in `through`.
+    std::optional<error_info> refresh();
+    // Closes, returning the error a user of durable writes must see.
+    std::optional<error_info> close();
+
+    struct impl;
+
+private:
+    explicit writer(std::unique_ptr<impl> p);
+    std::unique_ptr<impl> p_;
+};
 
 }  // namespace wz

@@ -34,6 +34,16 @@ int run_alloc(const alloc_args& args);
 int run_map(const alloc_args& args);
 int run_verify(const alloc_args& args);
 
+struct bench_args {
+    std::string path, mode = "auto", bs = "4096", offset = "0", length;
+    unsigned qd = 1;
+    std::uint64_t ops = 0;
+    double seconds = 0;
+    bool random = false, unsafe = false, json = false;
+};
+void add_bench_commands(CLI::App& app, bench_args& args);
+int run_bench_write(const bench_args& args);
+
 // "wzero: MESSAGE" on stderr.
 void print_error(const std::string& message);
 

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
     wzcli::add_stat_command(app, stat);
     wzcli::alloc_args alloc;
     wzcli::add_alloc_commands(app, alloc);
+    wzcli::bench_args bench;
+    wzcli::add_bench_commands(app, bench);
 
     // CLI11 would only say "A subcommand is required" for a mistyped command.
     if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1])) {
@@ -71,6 +73,9 @@ int main(int argc, char** argv) {
     }
     if (app.got_subcommand("verify")) {
         return wzcli::run_verify(alloc);
+    }
+    if (app.got_subcommand("bench")) {
+        return wzcli::run_bench_write(bench);
     }
     return wzcli::exit_failure;
 }
