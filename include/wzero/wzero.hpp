@@ -323,7 +323,8 @@ public:
     [[nodiscard]] std::uint32_t alignment() const noexcept;
     [[nodiscard]] writer_stats stats() const;
     // Re-reads the device's write cache (e.g. after Set Features FID 06h) and re-picks the
-    // mode; a cache turned on never leaves the writer in `through`.
+    // mode; a cache turned on never leaves the writer in `through`. Not concurrently with
+    // pwrite() on the same writer.
     std::optional<error_info> refresh();
     // Closes, returning the error a user of durable writes must see.
     std::optional<error_info> close();

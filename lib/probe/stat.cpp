@@ -8,12 +8,12 @@
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
 #include "util/errors.hpp"
+#include "util/privilege.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -46,15 +46,6 @@ const std::string& kernel_release() {
         return ::uname(&u) == 0 ? std::string(u.release) : std::string();
     }();
     return release;
-}
-
-bool has_cap_sys_admin() {
-    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2]{};
-    if (::syscall(SYS_capget, &hdr, data) != 0) {
-        return false;
-    }
-    return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
 }
 
 device_facts probe_device(dev_t devno) {
@@ -164,7 +155,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     plan::assess_inputs in;
     in.kernel = plan::parse_kernel_release(caps.kernel_release);
     if (caps.nvme && !caps.nvme->char_device.empty()) {
-        in.may_passthrough = has_cap_sys_admin() || ::access(caps.nvme->char_device.c_str(), W_OK) == 0;
+        in.may_passthrough = may_passthrough(caps.nvme->char_device.c_str());
     }
     plan::assess(caps, in);
     return caps;

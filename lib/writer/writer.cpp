@@ -6,13 +6,13 @@
 #include "io/engine.hpp"
 #include "probe/nvme_probe.hpp"
 #include "util/errors.hpp"
+#include "util/privilege.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
 #include <libnvme.h>
-#include <linux/capability.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -28,15 +28,6 @@
 namespace wz {
 
 namespace {
-
-bool has_cap_sys_admin() {
-    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2]{};
-    if (::syscall(SYS_capget, &hdr, data) != 0) {
-        return false;
-    }
-    return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
-}
 
 constexpr std::size_t max_latency_samples = 1U << 22;
 
@@ -110,7 +101,7 @@ std::optional<error_info> writer::impl::choose_mode() {
         return written.error();
     }
     const bool raw_nvme = caps.file_type == "block" && caps.nvme && !caps.nvme->char_device.empty() &&
-                          (has_cap_sys_admin() || ::access(caps.nvme->char_device.c_str(), W_OK) == 0);
+                          may_passthrough(caps.nvme->char_device.c_str());
     const std::string fs_type = caps.fs ? caps.fs->type : std::string();
     const bool lazytime = caps.fs && caps.fs->mount_options.find("lazytime") != std::string::npos;
     // RWF_DSYNC on an O_DIRECT pure overwrite becomes a FUA write without a preflush where the
