@@ -701,8 +701,15 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
 
 namespace wz {
 
-result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                  verify_mode mode) {
+namespace {
+
+struct opened_target {
+    unique_fd fd;
+    capabilities caps;
+};
+
+// Opens PATH read-only with its record; a length of 0 becomes "to the end".
+result<opened_target> open_target(const std::string& path, std::uint64_t offset, std::uint64_t& length) {
     unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) {
         return make_error("open", path, errno);
@@ -714,6 +721,18 @@ result<preallocate_report> verify(const std::string& path, std::uint64_t offset,
     if (length == 0) {
         length = caps->size_bytes > offset ? caps->size_bytes - offset : 0;
     }
+    return opened_target{std::move(fd), std::move(*caps)};
+}
+
+}  // namespace
+
+result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                  verify_mode mode) {
+    auto t = open_target(path, offset, length);
+    if (!t) {
+        return t.error();
+    }
+    auto& [fd, caps] = *t;
     preallocate_report rep;
     rep.path = path;
     rep.offset = offset;
@@ -721,26 +740,21 @@ result<preallocate_report> verify(const std::string& path, std::uint64_t offset,
     if (length == 0) {
         return make_error_msg(EINVAL, fmt::format("verify {}: empty range", path));
     }
-    if (auto e = verify_range(fd.get(), path, *caps, offset, length, mode, rep)) {
+    if (auto e = verify_range(fd.get(), path, caps, offset, length, mode, rep)) {
         return *e;
     }
     return rep;
 }
 
 result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length) {
-    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) {
-        return make_error("open", path, errno);
+    auto t = open_target(path, offset, length);
+    if (!t) {
+        return t.error();
     }
-    auto caps = stat(fd.get(), path);
-    if (!caps) {
-        return caps.error();
-    }
+    auto& [fd, caps_value] = *t;
+    const capabilities* caps = &caps_value;
     if (caps->file_type != "regular") {
         return make_error_msg(EINVAL, fmt::format("map {}: not a regular file", path));
-    }
-    if (length == 0) {
-        length = caps->size_bytes > offset ? caps->size_bytes - offset : 0;
     }
     std::vector<mapped_extent> out;
     if (length == 0) {

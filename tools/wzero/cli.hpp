@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+
 #include <string>
 
 namespace wzcli {
@@ -43,6 +45,10 @@ struct bench_args {
 };
 void add_bench_commands(CLI::App& app, bench_args& args);
 int run_bench_write(const bench_args& args);
+
+// -o/-l with util-linux size semantics (empty length: to the end); prints the error.
+bool parse_range_args(const std::string& offset_text, const std::string& length_text, std::uint64_t& offset,
+                      std::uint64_t& length);
 
 // "wzero: MESSAGE" on stderr.
 void print_error(const std::string& message);

@@ -36,12 +36,16 @@ bool parse_size_arg(const std::string& what, const std::string& text, std::uint6
     return true;
 }
 
+}  // namespace
+
 // -o/-l as util-linux takes them; an empty length means "to the end of the file".
 bool parse_range_args(const std::string& offset_text, const std::string& length_text, std::uint64_t& offset,
                       std::uint64_t& length) {
     return parse_size_arg("offset", offset_text, offset) &&
            (length_text.empty() || parse_size_arg("length", length_text, length));
 }
+
+namespace {
 
 int status_for(const wz::error_info& e) {
     return e.code.value() == ENOTSUP || e.code.value() == EOPNOTSUPP ? exit_not_supported : exit_failure;

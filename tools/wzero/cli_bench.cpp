@@ -39,21 +39,15 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
 
 int run_bench_write(const bench_args& a) {
     std::uint64_t bs = 0, offset = 0, length = 0;
-    for (auto [what, text, out] : {std::tuple{"bs", a.bs, &bs}, std::tuple{"offset", a.offset, &offset}}) {
-        auto v = wz::parse_size(text);
-        if (!v) {
-            print_error(fmt::format("invalid {} '{}'\nTry 'wzero --help' for more information.", what, text));
-            return exit_failure;
-        }
-        *out = *v;
+    if (!parse_range_args(a.offset, a.length, offset, length)) {
+        return exit_failure;
     }
-    if (!a.length.empty()) {
-        auto v = wz::parse_size(a.length);
-        if (!v) {
-            print_error(fmt::format("invalid length '{}'\nTry 'wzero --help' for more information.", a.length));
-            return exit_failure;
-        }
-        length = *v;
+    if (auto v = wz::parse_size(a.bs); v) {
+        bs = *v;
+    } else {
+        print_error(fmt::format("invalid bs '{}': {}\nTry 'wzero --help' for more information.", a.bs,
+                                v.error().message));
+        return exit_failure;
     }
     if (length == 0) {
         auto caps = wz::stat(a.path);
