@@ -156,6 +156,9 @@ struct method_assessment {
 struct dio_alignment {
     std::uint32_t mem_align = 0;
     std::uint32_t offset_align = 0;
+    // "statx", or "block size" where statx has no STATX_DIOALIGN for this filesystem (btrfs)
+    // but O_DIRECT opens: then the larger of the fs and logical block size, which is safe.
+    std::string source = "statx";
 };
 
 struct capabilities {

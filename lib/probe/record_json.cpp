@@ -42,7 +42,9 @@ std::string to_json(const capabilities& c, int indent) {
     } else {
         j["fs"] = nullptr;
     }
-    j["dio"] = c.dio ? json{{"mem_align", c.dio->mem_align}, {"offset_align", c.dio->offset_align}} : json(nullptr);
+    j["dio"] = c.dio ? json{{"mem_align", c.dio->mem_align}, {"offset_align", c.dio->offset_align},
+                            {"source", c.dio->source}}
+                     : json(nullptr);
     if (c.device) {
         const auto& d = *c.device;
         j["device"] = {{"path", d.path},

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -123,9 +124,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
         devno = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
     }
     if ((stx.stx_mask & STATX_DIOALIGN) != 0 && stx.stx_dio_mem_align != 0) {
-        caps.dio = dio_alignment{stx.stx_dio_mem_align, stx.stx_dio_offset_align};
-    } else if ((stx.stx_mask & STATX_DIOALIGN) == 0) {
-        caps.unknown["dio"] = "statx did not report STATX_DIOALIGN (Linux 6.1+ for files, 6.11+ for block devices)";
+        caps.dio = dio_alignment{stx.stx_dio_mem_align, stx.stx_dio_offset_align, "statx"};
     }
 
     if (devno) {
@@ -149,6 +148,23 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
         caps.unknown.insert(facts.unknown.begin(), facts.unknown.end());
         if (type == S_IFBLK && caps.device) {
             caps.size_bytes = caps.device->size_bytes;
+        }
+    }
+
+    if ((stx.stx_mask & STATX_DIOALIGN) == 0) {
+        // No answer from statx (btrfs, or block devices before Linux 6.11): whether O_DIRECT
+        // works is found by opening; the larger of the fs block and the logical block is an
+        // alignment every filesystem accepts.
+        unique_fd dfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+        if (dfd) {
+            const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0
+                                          ? caps.device->logical_block_size
+                                          : 512;
+            const auto fsb = static_cast<std::uint32_t>(caps.fs ? caps.fs->block_size : 0);
+            caps.dio = dio_alignment{lbs, std::max(lbs, fsb), "block size"};
+        } else {
+            caps.unknown["dio"] = fmt::format("statx reports no DIO alignment and O_DIRECT open failed: {}",
+                                              errno_text(errno));
         }
     }
 
