@@ -1,6 +1,7 @@
 #!/bin/bash
 # The main job on a demo file: installs what is missing, builds, creates a temporary image
-# file, preallocates it and prints its capability record (wzero stat). Run as root.
+# file, preallocates it as written zeroes (wzero alloc) and prints its capability record
+# (wzero stat). Run as root.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$repo/tools/install-deps.sh"
@@ -8,7 +9,9 @@ bash "$repo/tools/build.sh"
 
 img=$(mktemp /var/tmp/wzero-demo.XXXXXX)
 trap 'rm -f "$img"' EXIT
-fallocate -l 256MiB "$img"
+echo "== wzero alloc -v -l 256MiB $img"
+"$repo/build/tools/wzero/wzero" alloc -v -l 256MiB "$img"
+echo
 echo "== wzero stat $img"
 "$repo/build/tools/wzero/wzero" stat "$img"
 echo
