@@ -1,0 +1,50 @@
+#!/bin/bash
+# Benchmark on the host: durable 4 KiB overwrites at QD 1 through wz::writer on a loop-backed
+# ext4 file preallocated written (wzero alloc) vs unwritten (fallocate), both in the same
+# mode (flush: a loop device is write-back without FUA) and as O_DSYNC (dsync), rounds
+# interleaved, medians. The public figure on NVMe: 98.8k (written) vs 20.1k (unwritten) IOPS.
+#   bench/write-host.sh [OPS] [ROUNDS]       (root; default 5000 writes, 3 rounds)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ops=${1:-5000}
+rounds=${2:-3}
+wzero=$repo/build/tools/wzero/wzero
+work=$(mktemp -d /var/tmp/wzero-bench.XXXXXX)
+loop=
+cleanup() {
+	umount "$work/mnt" 2>/dev/null || true # wz: ignored-error (teardown)
+	[ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+truncate -s 2G "$work/fs.img"
+loop=$(losetup -f --show --direct-io=on "$work/fs.img")
+mkfs.ext4 -q -F "$loop"
+mkdir "$work/mnt"
+mount "$loop" "$work/mnt"
+: >"$work/results"
+for _ in $(seq "$rounds"); do
+	for kind in written unwritten; do
+		for mode in flush dsync; do
+			f=$work/mnt/$kind
+			rm -f "$f"
+			if [ "$kind" = written ]; then
+				"$wzero" alloc -l 64M "$f" >/dev/null
+			else
+				fallocate -l 64M "$f"
+			fi
+			sync
+			iops=$("$wzero" bench write --json --mode "$mode" --ops "$ops" --random "$f" | jq .iops)
+			echo "$kind $mode $iops" >>"$work/results"
+		done
+	done
+done
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+echo "durable 4 KiB random overwrites at QD 1, ext4 on a direct-I/O loop device, median of $rounds rounds"
+printf '%-10s %-6s %10s %18s\n' file mode IOPS "written/unwritten"
+for mode in flush dsync; do
+	w=$(awk -v m="$mode" '$1 == "written" && $2 == m { print $3 }' "$work/results" | median)
+	u=$(awk -v m="$mode" '$1 == "unwritten" && $2 == m { print $3 }' "$work/results" | median)
+	printf '%-10s %-6s %10.0f %18s\n' written "$mode" "$w" "$(printf '%.2fx' "$(echo "$w / $u" | bc -l)")"
+	printf '%-10s %-6s %10.0f %18s\n' unwritten "$mode" "$u" ""
+done
