@@ -16,19 +16,10 @@ if [ ! -x "$wzero" ] || [ ! -x "$frag" ]; then
 	exit 1
 fi
 
-work=$(mktemp -d /var/tmp/wzero-bench.XXXXXX)
-loop=
-cleanup() {
-	umount "$work/mnt" 2>/dev/null || true # wz: ignored-error (teardown)
-	[ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-truncate -s $((size_mib * 3 + 8192))M "$work/fs.img"
-loop=$(losetup -f --show ${WZ_BENCH_LOOP_DIO:+--direct-io=on} "$work/fs.img")
-mkfs.ext4 -q -F "$loop"
-mkdir "$work/mnt"
-mount "$loop" "$work/mnt"
+# shellcheck source=common.sh
+. "$repo/bench/common.sh"
+# shellcheck disable=SC2086 # the option is one word or none
+bench_ext4_on_loop $((size_mib * 3 + 8192))M ${WZ_BENCH_LOOP_DIO:+--direct-io=on}
 f=$work/mnt/target
 
 now() { date +%s.%N; }

@@ -9,19 +9,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ops=${1:-5000}
 rounds=${2:-3}
 wzero=$repo/build/tools/wzero/wzero
-work=$(mktemp -d /var/tmp/wzero-bench.XXXXXX)
-loop=
-cleanup() {
-	umount "$work/mnt" 2>/dev/null || true # wz: ignored-error (teardown)
-	[ -n "$loop" ] && losetup -d "$loop" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-truncate -s 2G "$work/fs.img"
-loop=$(losetup -f --show --direct-io=on "$work/fs.img")
-mkfs.ext4 -q -F "$loop"
-mkdir "$work/mnt"
-mount "$loop" "$work/mnt"
+# shellcheck source=common.sh
+. "$repo/bench/common.sh"
+bench_ext4_on_loop 2G --direct-io=on
 : >"$work/results"
 for _ in $(seq "$rounds"); do
 	for kind in written unwritten; do
