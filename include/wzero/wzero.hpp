@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -10,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <sys/uio.h>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -290,18 +293,55 @@ enum class durability_mode {
 };
 [[nodiscard]] const char* to_string(durability_mode m) noexcept;
 
+// How the writer's io_uring waits for completions (asynchronous API).
+enum class completion_mode {
+    interrupt,  // block in io_uring_enter until a completion arrives (the device's interrupt)
+    poll,       // IORING_SETUP_IOPOLL: the kernel polls the device's poll queues (needs
+                // queue/io_poll = 1, e.g. nvme.poll_queues > 0); flushes are then synchronous
+    adaptive,   // blocking waits while the load is light; busy-reaping while it is heavy
+};
+[[nodiscard]] const char* to_string(completion_mode m) noexcept;
+
+// Adaptive completion: after a blocking wait returns, keep reaping without waiting in the
+// kernel: while in-flight >= high_watermark spin on the completion queue; when it is empty,
+// sleep `interval` and look again; go back to blocking waits after 3 consecutive empty
+// looks with in-flight < low_watermark, or after max_loops looks. Validated at open:
+// every value non-zero and low_watermark < high_watermark < queue_depth.
+struct completion_options {
+    completion_mode mode = completion_mode::interrupt;
+    unsigned high_watermark = 32;
+    unsigned low_watermark = 3;
+    std::chrono::microseconds interval{30};
+    unsigned max_loops = 1000;
+};
+
 struct writer_options {
     durability_mode mode = durability_mode::automatic;
     // Forcing `through` on a device whose cache is write-back loses durability; refused
     // unless this is set.
     bool allow_unsafe_through = false;
+    // Asynchronous API: the io_uring's size, and the most writes submit() keeps in flight.
+    unsigned queue_depth = 128;
+    completion_options completion;
 };
 
 struct writer_stats {
     std::uint64_t writes = 0, bytes = 0;
     std::uint64_t fua_writes = 0;  // writes sent with FUA (or RWF_DSYNC in fua mode)
     std::uint64_t flushes = 0;     // flushes this writer issued (fdatasync or NVMe Flush)
-    double p50_us = 0, p99_us = 0, p999_us = 0;
+    double p50_us = 0, p99_us = 0, p999_us = 0;  // call (or submit) to durable
+    // Asynchronous API: how complete() waited.
+    std::uint64_t blocking_waits = 0;  // io_uring_enter calls that slept (or polled, IOPOLL)
+    std::uint64_t busy_looks = 0;      // adaptive: looks at the completion queue without a wait
+    std::uint64_t idle_sleeps = 0;     // adaptive: `interval` sleeps
+    std::string passthrough;           // "uring_cmd" or "ioctl" once NVMe commands were sent
+};
+
+// One write finished by writer::complete(): durable in the writer's mode, or failed.
+struct writer_completion {
+    std::uint64_t user_data = 0;
+    std::size_t bytes = 0;            // on success, the write's length
+    std::optional<error_info> error;  // names the path, operation and range
 };
 
 // A durable writer over [offset, offset + length) of a file or block device: every write
@@ -313,6 +353,11 @@ class writer {
 public:
     static result<writer> open(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                const writer_options& options = {});
+    // On an open descriptor (O_WRONLY or O_RDWR) of a file or block device: the writer reopens
+    // it through /proc/self/fd with the flags its mode needs; `fd` stays the caller's. `path`
+    // is for messages.
+    static result<writer> open(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                               const writer_options& options = {});
     writer(writer&&) noexcept;
     writer& operator=(writer&&) noexcept;
     writer(const writer&) = delete;
@@ -321,9 +366,24 @@ public:
 
     // Writes `len` bytes (aligned buffer, offset and length) at `offset`; durable on return.
     result<std::size_t> pwrite(const void* buf, std::size_t len, std::uint64_t offset);
+    // The same for a vector: every segment aligned; all of it durable on return.
+    result<std::size_t> pwritev(const ::iovec* iov, int iovcnt, std::uint64_t offset);
+
+    // Asynchronous API, on io_uring (one thread at a time; pwrite() may run alongside).
+    // Queues one write; it is durable once complete() hands it back. EBUSY when
+    // options.queue_depth writes are already in flight; the checks of pwrite() apply.
+    std::optional<error_info> submit(const void* buf, std::size_t len, std::uint64_t offset,
+                                     std::uint64_t user_data);
+    // Waits (as options.completion says) until at least min_complete submitted writes are
+    // durable or failed (capped at in_flight()), appends them to `out`, returns how many.
+    // In flush mode a completed write waits for a flush that started after it completed;
+    // one flush serves every write completed before it (group commit).
+    result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete = 1);
+    [[nodiscard]] std::size_t in_flight() const noexcept;
     [[nodiscard]] durability_mode mode() const noexcept;
     [[nodiscard]] const std::string& reason() const noexcept;
     [[nodiscard]] std::uint32_t alignment() const noexcept;
+    [[nodiscard]] completion_mode completion() const noexcept;
     [[nodiscard]] writer_stats stats() const;
     // Re-reads the device's write cache (e.g. after Set Features FID 06h) and re-picks the
     // mode; a cache turned on never leaves the writer in `through`. Not concurrently with
