@@ -237,7 +237,10 @@ struct preallocate_report {
     std::string path;
     std::uint64_t offset = 0, length = 0;
     std::map<zero_method, std::uint64_t> bytes_by_method;  // bytes zeroed by each method
-    std::uint64_t bytes_done = 0;       // zeroed so far; on failure, how far it got
+    // Zeroed so far. On failure, how far it got: the operations that completed plus the
+    // unbroken prefix of the one that failed (writes completing out of order after a gap
+    // are not counted), so nothing counted here is left unzeroed.
+    std::uint64_t bytes_done = 0;
     std::uint64_t device_commands = 0;  // NVMe commands, write syscalls/SQEs, fallocate/ioctl calls
     std::string passthrough_path;       // "uring_cmd" or "ioctl" when NVMe commands were sent
     bool flushed = false;

@@ -257,9 +257,13 @@ std::optional<error_info> runner::run_writes(const plan::operation& op) {
         req.queue_depth = 1;  // buffered: the page cache does the batching
     }
     io::io_outcome out;
+    const std::uint64_t before = rep_.bytes_done;
     auto r = io::write_zeroes(req, io_progress(), io::rate_limit{opt_.rate_bytes_per_second}, &out);
     rep_.device_commands += out.commands;
     rep_.bytes_by_method[zero_method::write] += out.bytes_done;
+    // Progress counted every completion; writes complete out of order, so after a failure
+    // only the unbroken prefix counts as done (a caller resuming there leaves no gap).
+    rep_.bytes_done = before + out.bytes_done;
     if (!r) {
         return r.error();
     }
@@ -279,6 +283,7 @@ std::optional<error_info> runner::run_nvme(const capabilities& caps, const std::
     }
     io::passthrough_path used{};
     io::io_outcome out;
+    const std::uint64_t before = rep_.bytes_done;
     auto r = io::nvme_write_zeroes(t, cmds, std::max(opt_.queue_depth, 1U), io_progress(), &used,
                                    opt_.passthrough == passthrough_mode::uring_cmd ? io::passthrough_choice::uring_cmd
                                    : opt_.passthrough == passthrough_mode::ioctl   ? io::passthrough_choice::ioctl
@@ -286,6 +291,7 @@ std::optional<error_info> runner::run_nvme(const capabilities& caps, const std::
                                    &out);
     rep_.passthrough_path = io::to_string(used);
     rep_.device_commands += out.commands;
+    rep_.bytes_done = before + out.bytes_done;  // the completed prefix, as in run_writes
     // Attribute the completed prefix to DEAC / no DEAC.
     std::uint64_t left = out.bytes_done;
     for (const auto& op : ops) {
