@@ -1,6 +1,7 @@
 #include "io/engine.hpp"
 
 #include "probe/nvme_probe.hpp"
+#include "testing/scratch_dir.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -29,29 +30,10 @@ constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
 constexpr std::uint64_t file_bytes = 64 * MiB;
 constexpr unsigned char fill_byte = 0xAA;
 
-fs::path test_base() {
-    const char* d = std::getenv("WZ_TEST_DIR");
-    return (d != nullptr && *d != '\0') ? fs::path(d) : fs::path("/var/tmp");
-}
-
-// A scratch directory removed afterwards.
-class scratch_dir {
+// The scratch directory of every test here.
+class scratch_dir : public wz::testing::scratch_dir {
 public:
-    scratch_dir() {
-        std::string tmpl = (test_base() / "wz_engine_test.XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            throw std::system_error(errno, std::system_category(), "mkdtemp " + tmpl);
-        }
-        path_ = tmpl;
-    }
-    ~scratch_dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);  // wz: ignored-error (best-effort cleanup)
-    }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
+    scratch_dir() : wz::testing::scratch_dir("wz_engine_test") {}
 };
 
 void fill_file(const fs::path& p, std::uint64_t bytes) {

@@ -2,6 +2,7 @@
 // uring_cmd at queue depth (Linux 5.19+), else the passthrough ioctl one command at a time.
 #include "io/engine.hpp"
 
+#include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
 #include "probe/nvme_probe.hpp"
 #include "util/errors.hpp"
@@ -31,61 +32,18 @@ const char* to_string(passthrough_path p) noexcept {
 
 namespace {
 
-// NVM Command Set: Flush 00h, Write Zeroes 08h; CDW12 of Write Zeroes: bits 15:0 NLB
-// (0's based), bit 25 DEAC.
-constexpr std::uint8_t opcode_flush = 0x00;
-constexpr std::uint8_t opcode_write_zeroes = 0x08;
-constexpr std::uint32_t cdw12_deac = 1U << 25;
-constexpr std::uint32_t max_nlb = 65536;
-
-// liburing 2.3 has no io_uring_prep_uring_cmd: the command goes in the SQE's tail, which a
-// ring set up with IORING_SETUP_SQE128 makes 80 bytes long.
-constexpr std::size_t sqe128_bytes = 128;
-static_assert(offsetof(io_uring_sqe, cmd) + sizeof(nvme_uring_cmd) <= sqe128_bytes);
-
-struct command_words {
-    std::uint8_t opcode = 0;
-    std::uint32_t nsid = 0, cdw10 = 0, cdw11 = 0, cdw12 = 0;
-};
+using detail::command_words;
+using detail::ioctl_command;
+using detail::prep_uring_command;
 
 command_words write_zeroes_words(const nvme_target& t, const nvme_zero_cmd& c) {
     command_words w;
-    w.opcode = opcode_write_zeroes;
+    w.opcode = detail::opcode_write_zeroes;
     w.nsid = t.nsid;
     w.cdw10 = static_cast<std::uint32_t>(c.slba);
     w.cdw11 = static_cast<std::uint32_t>(c.slba >> 32);
-    w.cdw12 = (c.nlb - 1) | (c.deac ? cdw12_deac : 0);
+    w.cdw12 = (c.nlb - 1) | (c.deac ? detail::cdw12_deac : 0);
     return w;
-}
-
-// NVME_IOCTL_IO_CMD rather than IO64: the 64-bit result is of no use for these commands and
-// IO_CMD also works on the pre-5.9 kernels that are the reason this path exists.
-// 0, an NVMe status (> 0), or -errno: the ioctl's three outcomes.
-int ioctl_command(int fd, const command_words& w) {
-    nvme_passthru_cmd cmd{};
-    cmd.opcode = w.opcode;
-    cmd.nsid = w.nsid;
-    cmd.cdw10 = w.cdw10;
-    cmd.cdw11 = w.cdw11;
-    cmd.cdw12 = w.cdw12;
-    int rc = ::ioctl(fd, NVME_IOCTL_IO_CMD, &cmd);
-    return rc < 0 ? -errno : rc;
-}
-
-void prep_uring_command(io_uring_sqe* sqe, int fd, const command_words& w, std::uint64_t user_data) {
-    std::memset(sqe, 0, sqe128_bytes);
-    sqe->opcode = IORING_OP_URING_CMD;
-    sqe->fd = fd;
-    sqe->cmd_op = NVME_URING_CMD_IO;
-    io_uring_sqe_set_data64(sqe, user_data);
-    nvme_uring_cmd cmd{};
-    cmd.opcode = w.opcode;
-    cmd.nsid = w.nsid;
-    cmd.cdw10 = w.cdw10;
-    cmd.cdw11 = w.cdw11;
-    cmd.cdw12 = w.cdw12;
-    // Through a byte pointer: sqe->cmd is declared as a zero-length array.
-    std::memcpy(reinterpret_cast<unsigned char*>(sqe) + offsetof(io_uring_sqe, cmd), &cmd, sizeof cmd);
 }
 
 std::string describe(int rc) {
@@ -290,9 +248,9 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
         return invalid("queue depth 0");
     }
     for (const nvme_zero_cmd& c : cmds) {
-        if (c.nlb < 1 || c.nlb > max_nlb || c.slba > UINT64_MAX - c.nlb) {
+        if (c.nlb < 1 || c.nlb > detail::max_nlb || c.slba > UINT64_MAX - c.nlb) {
             return invalid(fmt::format("SLBA {}, NLB {}, DEAC {}: NLB must be 1..{} and the range within 64 bits",
-                                       c.slba, c.nlb, c.deac ? 1 : 0, max_nlb));
+                                       c.slba, c.nlb, c.deac ? 1 : 0, detail::max_nlb));
         }
     }
     if (cmds.empty()) {
@@ -333,14 +291,50 @@ std::optional<error_info> nvme_flush(const nvme_target& t) {
     if (t.char_fd < 0) {
         return make_error("nvme flush", t.char_path, EBADF);
     }
-    command_words w;
-    w.opcode = opcode_flush;
-    w.nsid = t.nsid;
-    const int rc = ioctl_command(t.char_fd, w);
+    const int rc = ioctl_command(t.char_fd, detail::flush_words(t.nsid));
     if (rc == 0) {
         return std::nullopt;
     }
     return error_info{code_of(rc), fmt::format("nvme flush {} [nsid {}]: {}", t.char_path, t.nsid, describe(rc))};
 }
+
+namespace detail {
+
+int ioctl_command(int fd, const command_words& w) {
+    nvme_passthru_cmd cmd{};
+    cmd.opcode = w.opcode;
+    cmd.nsid = w.nsid;
+    cmd.cdw10 = w.cdw10;
+    cmd.cdw11 = w.cdw11;
+    cmd.cdw12 = w.cdw12;
+    cmd.addr = w.addr;
+    cmd.data_len = w.data_len;
+    int rc = ::ioctl(fd, NVME_IOCTL_IO_CMD, &cmd);
+    return rc < 0 ? -errno : rc;
+}
+
+void prep_uring_command(io_uring_sqe* sqe, int fd, const command_words& w, std::uint64_t user_data) {
+    std::memset(sqe, 0, sqe128_bytes);
+    sqe->opcode = IORING_OP_URING_CMD;
+    sqe->fd = fd;
+    sqe->cmd_op = NVME_URING_CMD_IO;
+    io_uring_sqe_set_data64(sqe, user_data);
+    nvme_uring_cmd cmd{};
+    cmd.opcode = w.opcode;
+    cmd.nsid = w.nsid;
+    cmd.cdw10 = w.cdw10;
+    cmd.cdw11 = w.cdw11;
+    cmd.cdw12 = w.cdw12;
+    cmd.addr = w.addr;
+    cmd.data_len = w.data_len;
+    // Through a byte pointer: sqe->cmd is declared as a zero-length array.
+    std::memcpy(reinterpret_cast<unsigned char*>(sqe) + offsetof(io_uring_sqe, cmd), &cmd, sizeof cmd);
+}
+
+error_info command_error(int rc, const std::string& what) {
+    return error_info{code_of(rc), fmt::format("{}: {}", what, describe(rc))};
+}
+
+}  // namespace detail
 
 }  // namespace wz::io

@@ -2,8 +2,11 @@
 // The mode follows the capability record: write-through devices over written extents need
 // nothing; FUA writes need no flush; write-back needs one flush per group of writes.
 
+#include "writer/writer_impl.hpp"
+
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
+#include "io/nvme_cmd.hpp"
 #include "probe/nvme_probe.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
@@ -12,7 +15,7 @@
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
-#include <libnvme.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -43,38 +46,6 @@ const char* to_string(durability_mode m) noexcept {
     }
     return "?";
 }
-
-struct writer::impl {
-    std::string path;
-    std::uint64_t offset = 0, length = 0;
-    writer_options options;
-    capabilities caps;
-    durability_mode mode = durability_mode::dsync;
-    std::string reason;
-    std::uint32_t mem_align = 4096, offset_align = 4096;
-    unique_fd fd;        // O_RDWR | O_DIRECT (| O_DSYNC in dsync mode)
-    unique_fd char_fd;   // raw namespace in fua mode: NVMe Write with FUA
-    bool nvme_fua = false;
-    bool nvme_flush = false;  // raw NVMe namespace: flush with an NVMe Flush, not fdatasync
-
-    // Group commit: a flush started after a write completed makes that write durable.
-    std::mutex commit_mutex;
-    std::condition_variable commit_cv;
-    std::uint64_t completed = 0;  // writes completed so far (sequence numbers)
-    std::uint64_t durable = 0;    // every write with sequence <= durable is durable
-    bool flushing = false;
-
-    std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
-    mutable std::mutex stats_mutex;
-    std::vector<double> latencies_us;
-
-    std::optional<error_info> choose_mode();
-    std::optional<error_info> open_fds();
-    std::optional<error_info> group_commit();
-    std::optional<error_info> flush_now();
-    std::optional<error_info> write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
-    result<bool> range_written();
-};
 
 result<bool> writer::impl::range_written() {
     if (caps.file_type == "block") {
@@ -178,7 +149,7 @@ std::optional<error_info> writer::impl::open_fds() {
     if (mode == durability_mode::dsync) {
         flags |= O_DSYNC;
     }
-    unique_fd f(::open(path.c_str(), flags));
+    unique_fd f(::open(reopen_path.c_str(), flags));
     if (!f) {
         return make_error("open O_DIRECT", path, errno);
     }
@@ -230,37 +201,178 @@ std::optional<error_info> writer::impl::group_commit() {
     return std::nullopt;
 }
 
-std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
+std::uint64_t writer::impl::nvme_part_bytes() const {
+    const std::uint32_t lba = caps.nvme->lba_bytes;
+    // Bounded by the transfer limit (MDTS as the kernel applies it to passthrough) and NLB.
+    const std::uint64_t limit =
+        caps.device && caps.device->max_hw_transfer_bytes != 0 ? caps.device->max_hw_transfer_bytes : 128 * 1024;
+    return std::max<std::uint64_t>(std::min<std::uint64_t>(limit, std::uint64_t{io::detail::max_nlb} * lba) / lba * lba,
+                                   lba);
+}
+
+namespace {
+
+std::string fua_what(const capabilities& caps, std::uint64_t slba, std::uint64_t nlb, const char* path) {
+    return fmt::format("NVMe Write (FUA) {} [nsid {}, slba {}, nlb {}] ({})", caps.nvme->char_device, caps.nvme->nsid,
+                       slba, nlb, path);
+}
+
+}  // namespace
+
+std::optional<error_info> writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
     const std::uint32_t lba = caps.nvme->lba_bytes;
     const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
-    // Bounded by the transfer limit (MDTS as the kernel applies it to passthrough).
-    const std::uint64_t max_bytes = std::max<std::uint64_t>(
-        caps.device && caps.device->max_hw_transfer_bytes != 0 ? caps.device->max_hw_transfer_bytes : 128 * 1024, lba);
-    std::size_t done = 0;
-    while (done < len) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(len - done, max_bytes / lba * lba));
-        nvme_io_args args{};
-        args.args_size = sizeof(args);
-        args.fd = char_fd.get();
-        args.nsid = caps.nvme->nsid;
-        args.slba = (off + done + part) / lba;
-        args.nlb = static_cast<__u16>(n / lba - 1);
-        args.control = NVME_IO_FUA;
-        args.data = const_cast<unsigned char*>(static_cast<const unsigned char*>(buf) + done);
-        args.data_len = static_cast<__u32>(n);
-        args.timeout = NVME_DEFAULT_IOCTL_TIMEOUT;
-        const int rc = nvme_write(&args);
-        if (rc != 0) {
-            if (rc > 0) {
-                return error_info{std::error_code(rc, nvme::status_category()),
-                                  fmt::format("NVMe Write (FUA) {} [slba {}, nlb {}]: {}", caps.nvme->char_device,
-                                              args.slba, n / lba, nvme::status_category().message(rc))};
-            }
-            return make_error_range("NVMe Write (FUA)", caps.nvme->char_device, off + done, n, errno);
+    const std::uint64_t max_bytes = nvme_part_bytes();
+    passthrough_used = 2;
+    for (std::size_t done = 0; done < len;) {
+        const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(len - done, max_bytes));
+        const std::uint64_t slba = (off + done + part) / lba;
+        const auto w = io::detail::write_words(caps.nvme->nsid, slba, n / lba,
+                                               static_cast<const unsigned char*>(buf) + done, n, true);
+        if (int rc = io::detail::ioctl_command(char_fd.get(), w); rc != 0) {
+            return io::detail::command_error(rc, fua_what(caps, slba, n / lba, "ioctl"));
         }
         done += n;
     }
     return std::nullopt;
+}
+
+// NVMe Write with FUA through io_uring uring_cmd (a ring per concurrent caller, from a pool),
+// every part of the write in flight at once; the ioctl where the kernel has no uring_cmd.
+std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
+    if (uring_cmd_missing) {
+        return write_nvme_fua_ioctl(buf, len, off);
+    }
+    std::string why;
+    auto r = rings.acquire(why);
+    if (!r) {
+        uring_cmd_missing = true;
+        return write_nvme_fua_ioctl(buf, len, off);
+    }
+    const std::uint32_t lba = caps.nvme->lba_bytes;
+    const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
+    const std::uint64_t max_bytes = nvme_part_bytes();
+    io_uring* ring = r->get();
+    std::optional<error_info> failure;
+    for (std::size_t done = 0; done < len && !failure;) {
+        // A batch of up to ring-size parts, all submitted, all reaped.
+        struct part_t {
+            std::uint64_t slba;
+            std::uint32_t nlb;
+        };
+        std::vector<part_t> parts;
+        std::size_t batch_start = done;
+        while (done < len && parts.size() < writer_detail::pool_ring_entries) {
+            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(len - done, max_bytes));
+            const std::uint64_t slba = (off + done + part) / lba;
+            io::detail::prep_uring_command(io_uring_get_sqe(ring), char_fd.get(),
+                                           io::detail::write_words(caps.nvme->nsid, slba, n / lba,
+                                                                   static_cast<const unsigned char*>(buf) + done, n,
+                                                                   true),
+                                           parts.size());
+            parts.push_back({slba, n / lba});
+            done += n;
+        }
+        unsigned submitted = 0;
+        while (submitted < parts.size()) {
+            const int rc = io::detail::submit(ring);
+            if (rc < 0) {
+                failure = make_error_range("io_uring submit (NVMe Write FUA)", caps.nvme->char_device, off + batch_start,
+                                           len - batch_start, -rc);
+                break;
+            }
+            submitted += static_cast<unsigned>(rc);
+            if (rc == 0) {
+                break;  // EAGAIN/EBUSY: reap what is in flight first
+            }
+        }
+        std::vector<int> res(parts.size(), 1);
+        unsigned reaped = 0;
+        while (reaped < submitted) {
+            if (int rc = io::detail::wait_one(ring, std::nullopt); rc < 0) {
+                // The ring cannot tell us about the rest: its teardown (r) cancels and waits.
+                return make_error_range("io_uring wait (NVMe Write FUA)", caps.nvme->char_device, off, len, -rc);
+            }
+            reaped += io::detail::drain_ready(ring, [&](const io_uring_cqe& cqe) {
+                res[io_uring_cqe_get_data64(&cqe)] = cqe.res;
+            });
+        }
+        if (failure) {
+            break;
+        }
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const int rc = res[i];
+            if (rc == 0) {
+                continue;
+            }
+            if ((rc == -EOPNOTSUPP || rc == -EINVAL) && passthrough_used != 1) {
+                // The char device (or this kernel) takes no uring_cmd: the ioctl from now on.
+                // Parts that did complete are written again by the ioctl: an idempotent rewrite.
+                uring_cmd_missing = true;
+                rings.release(std::move(r));
+                return write_nvme_fua_ioctl(buf, len, off);
+            }
+            failure = io::detail::command_error(rc, fua_what(caps, parts[i].slba, parts[i].nlb, "uring_cmd"));
+            break;
+        }
+        if (!failure) {
+            passthrough_used = 1;
+        }
+    }
+    rings.release(std::move(r));
+    return failure;
+}
+
+namespace writer_detail {
+
+std::unique_ptr<io::detail::ring> ring_pool::acquire(std::string& why) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!free_.empty()) {
+            auto r = std::move(free_.back());
+            free_.pop_back();
+            return r;
+        }
+    }
+    auto r = std::make_unique<io::detail::ring>();
+    if (int rc = r->init(pool_ring_entries, IORING_SETUP_SQE128 | IORING_SETUP_CQE32); rc < 0) {
+        why = fmt::format("io_uring setup with SQE128|CQE32: {}", errno_text(-rc));
+        return nullptr;
+    }
+    return r;
+}
+
+void ring_pool::release(std::unique_ptr<io::detail::ring> r) {
+    if (r) {
+        std::lock_guard lock(mutex_);
+        free_.push_back(std::move(r));
+    }
+}
+
+}  // namespace writer_detail
+
+std::optional<error_info> writer::impl::check_write(const void* buf, std::size_t len, std::uint64_t off) const {
+    if (off < offset || off > offset + length || len > offset + length - off) {
+        return make_error_msg(ERANGE, fmt::format("write {} [offset {}, length {}]: outside the writer's range "
+                                                  "[offset {}, length {}]",
+                                                  path, off, len, offset, length));
+    }
+    if (reinterpret_cast<std::uintptr_t>(buf) % mem_align != 0 || off % offset_align != 0 ||
+        len % offset_align != 0 || len == 0) {
+        return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: not aligned for O_DIRECT "
+                                                  "(buffer to {}, offset and length to {} bytes, length non-zero)",
+                                                  path, off, len, mem_align, offset_align));
+    }
+    return std::nullopt;
+}
+
+void writer::impl::record(std::size_t len, double us) {
+    writes++;
+    bytes += len;
+    std::lock_guard lock(stats_mutex);
+    if (latencies_us.size() < max_latency_samples) {
+        latencies_us.push_back(us);
+    }
 }
 
 writer::writer(std::unique_ptr<impl> p) : p_(std::move(p)) {}
@@ -268,77 +380,170 @@ writer::writer(writer&&) noexcept = default;
 writer& writer::operator=(writer&&) noexcept = default;
 writer::~writer() = default;
 
+namespace {
+
+// The part of open() both forms share: `probe` is a read-write descriptor of the target.
+result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, unique_fd probe) {
+    const std::string& path = p->path;
+    if (auto e = io::validate(p->options.completion, p->options.queue_depth)) {
+        return *e;
+    }
+    auto caps = stat(probe.get(), path, stat_options{true});
+    if (!caps) {
+        return caps.error();
+    }
+    p->caps = std::move(*caps);
+    const std::uint64_t offset = p->offset, length = p->length;
+    if (length == 0 || offset + length < offset || offset + length > p->caps.size_bytes) {
+        return make_error_msg(EINVAL, fmt::format("writer {} [offset {}, length {}]: the range must be non-empty "
+                                                  "and inside the {} ({} bytes)",
+                                                  path, offset, length, p->caps.file_type, p->caps.size_bytes));
+    }
+    if (!p->caps.dio) {
+        return make_error_msg(ENOTSUP, fmt::format("writer {}: O_DIRECT is not supported here", path));
+    }
+    if (p->options.completion.mode == completion_mode::poll) {
+        // IOPOLL on a queue without poll queues spins on interrupts that the kernel delivers
+        // anyway: refuse rather than burn a CPU for nothing.
+        const std::string disk = p->caps.device ? p->caps.device->disk : std::string();
+        const std::string attr = "/sys/block/" + disk.substr(disk.rfind('/') + 1) + "/queue/io_poll";
+        char v = '0';
+        unique_fd a(disk.empty() ? -1 : ::open(attr.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!a || ::read(a.get(), &v, 1) != 1 || v != '1') {
+            return make_error_msg(ENOTSUP, fmt::format("writer {}: completion poll needs a device with poll queues, "
+                                                       "and {} has none ({}; for NVMe load nvme with poll_queues=N)",
+                                                       path, disk.empty() ? "the file's storage" : disk,
+                                                       disk.empty() ? "no block device" : attr + " is not 1"));
+        }
+    }
+    p->mem_align = std::max<std::uint32_t>(p->caps.dio->mem_align, 1);
+    p->offset_align = std::max<std::uint32_t>(p->caps.dio->offset_align, 1);
+    p->fd = std::move(probe);  // for the extent check in choose_mode
+    if (auto e = p->choose_mode()) {
+        return *e;
+    }
+    if (auto e = p->open_fds()) {
+        return *e;
+    }
+    return p;
+}
+
+}  // namespace
+
 result<writer> writer::open(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                            const writer_options& options) {
+    auto p = std::make_unique<impl>();
+    p->path = path;
+    p->reopen_path = path;
+    p->offset = offset;
+    p->length = length;
+    p->options = options;
+    // A read-write descriptor first: the record, and the extent check, need it open.
+    unique_fd probe(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!probe) {
+        return make_error("open for writing", path, errno);
+    }
+    auto r = open_on(std::move(p), std::move(probe));
+    if (!r) {
+        return r.error();
+    }
+    return writer(std::move(*r));
+}
+
+result<writer> writer::open(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
                             const writer_options& options) {
     auto p = std::make_unique<impl>();
     p->path = path;
     p->offset = offset;
     p->length = length;
     p->options = options;
-    {
-        // A read-write descriptor first: the record, and the extent check, need it open.
-        unique_fd probe(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-        if (!probe) {
-            return make_error("open for writing", path, errno);
-        }
-        auto caps = stat(probe.get(), path, stat_options{true});
-        if (!caps) {
-            return caps.error();
-        }
-        p->caps = std::move(*caps);
-        if (length == 0 || offset + length < offset || offset + length > p->caps.size_bytes) {
-            return make_error_msg(EINVAL, fmt::format("writer {} [offset {}, length {}]: the range must be non-empty "
-                                                      "and inside the {} ({} bytes)",
-                                                      path, offset, length, p->caps.file_type, p->caps.size_bytes));
-        }
-        if (!p->caps.dio) {
-            return make_error_msg(ENOTSUP, fmt::format("writer {}: O_DIRECT is not supported here", path));
-        }
-        p->mem_align = std::max<std::uint32_t>(p->caps.dio->mem_align, 1);
-        p->offset_align = std::max<std::uint32_t>(p->caps.dio->offset_align, 1);
-        p->fd = std::move(probe);  // for the extent check in choose_mode
-        if (auto e = p->choose_mode()) {
-            return *e;
-        }
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0) {
+        return make_error("fcntl F_GETFL", path, errno);
     }
-    if (auto e = p->open_fds()) {
-        return *e;
+    if ((fl & O_ACCMODE) == O_RDONLY) {
+        return make_error_msg(EBADF, fmt::format("writer {}: descriptor {} is open read-only (O_WRONLY or O_RDWR "
+                                                 "needed)",
+                                                 path, fd));
     }
-    return writer(std::move(p));
+    // The writer's own duplicate: the caller may close `fd`; /proc/self/fd/N of the duplicate
+    // reopens the same file (also one unlinked since) with the flags each mode needs.
+    p->origin = unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!p->origin) {
+        return make_error("dup", path, errno);
+    }
+    p->reopen_path = fmt::format("/proc/self/fd/{}", p->origin.get());
+    unique_fd probe(::open(p->reopen_path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!probe) {
+        return make_error_msg(errno, fmt::format("writer {}: reopen read-write through {}: {}", path, p->reopen_path,
+                                                 errno_text(errno)));
+    }
+    struct ::stat a {}, b {};
+    if (::fstat(fd, &a) != 0 || ::fstat(probe.get(), &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        return make_error_msg(ESTALE, fmt::format("writer {}: reopening descriptor {} gave another file", path, fd));
+    }
+    auto r = open_on(std::move(p), std::move(probe));
+    if (!r) {
+        return r.error();
+    }
+    return writer(std::move(*r));
 }
 
 result<std::size_t> writer::pwrite(const void* buf, std::size_t len, std::uint64_t offset) {
+    ::iovec iov{const_cast<void*>(buf), len};
+    return pwritev(&iov, 1, offset);
+}
+
+result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_t offset) {
     impl& w = *p_;
-    if (offset < w.offset || offset > w.offset + w.length || len > w.offset + w.length - offset) {
-        return make_error_msg(ERANGE, fmt::format("write {} [offset {}, length {}]: outside the writer's range "
-                                                  "[offset {}, length {}]",
-                                                  w.path, offset, len, w.offset, w.length));
+    if (iovcnt <= 0 || iovcnt > IOV_MAX) {
+        return make_error_msg(EINVAL, fmt::format("write {} [offset {}]: {} segments (1..{})", w.path, offset, iovcnt,
+                                                  IOV_MAX));
     }
-    if (reinterpret_cast<std::uintptr_t>(buf) % w.mem_align != 0 || offset % w.offset_align != 0 ||
-        len % w.offset_align != 0 || len == 0) {
-        return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: not aligned for O_DIRECT "
-                                                  "(buffer to {}, offset and length to {} bytes)",
-                                                  w.path, offset, len, w.mem_align, w.offset_align));
+    std::size_t len = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+        if (auto e = w.check_write(iov[i].iov_base, iov[i].iov_len, offset + len)) {
+            return *e;
+        }
+        len += iov[i].iov_len;
     }
     const auto t0 = std::chrono::steady_clock::now();
     if (w.nvme_fua) {
-        if (auto e = w.write_nvme_fua(buf, len, offset)) {
-            return *e;
+        std::uint64_t at = offset;
+        for (int i = 0; i < iovcnt; ++i) {
+            if (auto e = w.write_nvme_fua(iov[i].iov_base, iov[i].iov_len, at)) {
+                return *e;
+            }
+            at += iov[i].iov_len;
         }
         w.fua_writes++;
     } else {
-        std::size_t done = 0;
         const int flags = w.mode == durability_mode::fua ? RWF_DSYNC : 0;
+        std::vector<::iovec> rest(iov, iov + iovcnt);
+        std::size_t done = 0, first = 0;
         while (done < len) {
-            iovec iov{const_cast<unsigned char*>(static_cast<const unsigned char*>(buf) + done), len - done};
-            const ssize_t n = ::pwritev2(w.fd.get(), &iov, 1, static_cast<off_t>(offset + done), flags);
+            const ssize_t n = ::pwritev2(w.fd.get(), rest.data() + first, static_cast<int>(rest.size() - first),
+                                         static_cast<off_t>(offset + done), flags);
             if (n < 0) {
                 if (errno == EINTR) {
                     continue;
                 }
                 return make_error_range("write", w.path, offset + done, len - done, errno);
             }
+            if (n == 0) {
+                return make_error_range("write (no progress)", w.path, offset + done, len - done, EIO);
+            }
             done += static_cast<std::size_t>(n);
+            // Step past what was written (a short O_DIRECT write ends on a block boundary).
+            for (auto left = static_cast<std::size_t>(n); left > 0;) {
+                const std::size_t step = std::min(left, rest[first].iov_len);
+                rest[first].iov_base = static_cast<unsigned char*>(rest[first].iov_base) + step;
+                rest[first].iov_len -= step;
+                left -= step;
+                if (rest[first].iov_len == 0) {
+                    ++first;
+                }
+            }
         }
         if (w.mode == durability_mode::fua) {
             w.fua_writes++;
@@ -349,21 +554,14 @@ result<std::size_t> writer::pwrite(const void* buf, std::size_t len, std::uint64
             }
         }
     }
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    w.writes++;
-    w.bytes += len;
-    {
-        std::lock_guard lock(w.stats_mutex);
-        if (w.latencies_us.size() < max_latency_samples) {
-            w.latencies_us.push_back(us);
-        }
-    }
+    w.record(len, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     return len;
 }
 
 durability_mode writer::mode() const noexcept { return p_->mode; }
 const std::string& writer::reason() const noexcept { return p_->reason; }
 std::uint32_t writer::alignment() const noexcept { return std::max(p_->mem_align, p_->offset_align); }
+completion_mode writer::completion() const noexcept { return p_->options.completion.mode; }
 
 writer_stats writer::stats() const {
     writer_stats s;
@@ -371,6 +569,16 @@ writer_stats writer::stats() const {
     s.bytes = p_->bytes;
     s.fua_writes = p_->fua_writes;
     s.flushes = p_->flushes;
+    s.passthrough = p_->passthrough_used == 1 ? "uring_cmd" : p_->passthrough_used == 2 ? "ioctl" : "";
+    io::reaper_counters c = p_->async.counters_before;
+    if (p_->async.reaper) {
+        c.blocking_waits += p_->async.reaper->counters().blocking_waits;
+        c.busy_looks += p_->async.reaper->counters().busy_looks;
+        c.idle_sleeps += p_->async.reaper->counters().idle_sleeps;
+    }
+    s.blocking_waits = c.blocking_waits;
+    s.busy_looks = c.busy_looks;
+    s.idle_sleeps = c.idle_sleeps;
     std::vector<double> v;
     {
         std::lock_guard lock(p_->stats_mutex);
@@ -388,6 +596,11 @@ writer_stats writer::stats() const {
 
 std::optional<error_info> writer::refresh() {
     impl& w = *p_;
+    if (w.async.writes_in_flight > 0) {
+        return make_error_msg(EBUSY, fmt::format("writer {}: refresh with {} asynchronous writes in flight: "
+                                                 "complete() them first",
+                                                 w.path, w.async.writes_in_flight));
+    }
     auto caps = stat(w.fd.get(), w.path, stat_options{true});
     if (!caps) {
         return caps.error();
@@ -405,6 +618,7 @@ std::optional<error_info> writer::refresh() {
     if (e) {
         return e;
     }
+    w.async_reset();  // the next submit() sets up a ring for the new mode
     if ((w.mode == durability_mode::dsync) != (before == durability_mode::dsync) || w.nvme_fua || w.nvme_flush) {
         w.fd.reset();
         w.char_fd.reset();
@@ -418,7 +632,21 @@ std::optional<error_info> writer::close() {
         return std::nullopt;
     }
     std::optional<error_info> e;
-    if (int rc = p_->char_fd.close(); rc != 0) {
+    if (p_->async.writes_in_flight > 0) {
+        // Asynchronous writes still in flight: wait for them; their first failure is ours.
+        std::vector<writer_completion> done;
+        auto r = complete(done, p_->async.writes_in_flight);
+        if (!r) {
+            e = r.error();
+        }
+        for (auto& c : done) {
+            if (c.error && !e) {
+                e = std::move(c.error);
+            }
+        }
+    }
+    p_->async_reset();
+    if (int rc = p_->char_fd.close(); rc != 0 && !e) {
         e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
     }
     if (int rc = p_->fd.close(); rc != 0 && !e) {

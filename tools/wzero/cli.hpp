@@ -38,7 +38,10 @@ int run_verify(const alloc_args& args);
 
 struct bench_args {
     std::string path, mode = "auto", bs = "4096", offset = "0", length;
-    unsigned qd = 1;
+    unsigned qd = 1;       // asynchronous writes in flight (submit/complete)
+    unsigned threads = 0;  // > 0: that many threads calling the synchronous pwrite instead
+    std::string completion = "interrupt";
+    unsigned high = 32, low = 3, interval_us = 30, max_loops = 1000;
     std::uint64_t ops = 0;
     double seconds = 0;
     bool random = false, unsafe = false, json = false;

@@ -1,10 +1,13 @@
 // wzero bench write: the durable writer under load, with the mode it picked and why.
+// Asynchronous (submit/complete at --qd, the default) or synchronous (--threads callers).
 
 #include "cli.hpp"
 
 #include "util/size.hpp"
 
 #include <wzero/wzero.hpp>
+
+#include <sys/resource.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +16,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -26,7 +31,15 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
     w->add_option("--mode", a.mode, "auto, through, fua, flush or dsync")
         ->check(CLI::IsMember({"auto", "through", "fua", "flush", "dsync"}));
     w->add_option("--bs", a.bs, "Write size (size suffixes)");
-    w->add_option("--qd", a.qd, "Writers in flight (threads)")->check(CLI::Range(1, 1024));
+    w->add_option("--qd", a.qd, "Asynchronous writes in flight (io_uring submit/complete)")->check(CLI::Range(1, 4096));
+    w->add_option("--threads", a.threads, "Use the synchronous pwrite from this many threads instead")
+        ->check(CLI::Range(1, 1024));
+    w->add_option("--completion", a.completion, "How completions are waited for: interrupt, poll or adaptive")
+        ->check(CLI::IsMember({"interrupt", "poll", "adaptive"}));
+    w->add_option("--high-watermark", a.high, "adaptive: spin while this many are in flight (32)");
+    w->add_option("--low-watermark", a.low, "adaptive: back to blocking below this many (3)");
+    w->add_option("--interval", a.interval_us, "adaptive: microseconds between looks (30)");
+    w->add_option("--max-loops", a.max_loops, "adaptive: looks before blocking again (1000)");
     w->add_option("--ops", a.ops, "Number of writes (default 10000 unless --time)");
     w->add_option("--time", a.seconds, "Run for this many seconds instead");
     w->add_flag("--random", a.random, "Random offsets (default: sequential)");
@@ -36,6 +49,134 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
     w->add_flag("-J,--json", a.json, "Print JSON");
     w->add_option("path", a.path, "Preallocated file or block device")->required();
 }
+
+namespace {
+
+double cpu_seconds() {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+struct aligned_free {
+    void operator()(void* p) const { std::free(p); }
+};
+using aligned_buffer = std::unique_ptr<unsigned char, aligned_free>;
+
+aligned_buffer make_buffer(std::uint64_t bs) {
+    void* raw = nullptr;
+    if (::posix_memalign(&raw, 4096, bs) != 0) {
+        return nullptr;
+    }
+    std::memset(raw, 0x5a, bs);
+    return aligned_buffer(static_cast<unsigned char*>(raw));
+}
+
+// Offsets of the run: sequential slots, or random ones.
+class slot_picker {
+public:
+    slot_picker(std::uint64_t slots, bool random, unsigned seed) : slots_(slots), random_(random), rng_(seed) {}
+    std::uint64_t pick(std::uint64_t i) { return random_ ? rng_() % slots_ : i % slots_; }
+
+private:
+    std::uint64_t slots_;
+    bool random_;
+    std::mt19937_64 rng_;
+};
+
+// Synchronous pwrite from `threads` threads; "" or the first failure.
+std::string run_threads(wz::writer& w, const bench_args& a, std::uint64_t bs, std::uint64_t offset,
+                        std::uint64_t slots, std::uint64_t ops, std::chrono::steady_clock::time_point deadline) {
+    std::atomic<std::uint64_t> next{0};
+    std::atomic<bool> failed{false};
+    std::string failure;
+    std::mutex failure_mutex;
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < a.threads; ++t) {
+        threads.emplace_back([&, t] {
+            aligned_buffer buf = make_buffer(bs);
+            slot_picker picker(slots, a.random, t + 1);
+            auto fail = [&](std::string why) {
+                std::lock_guard lock(failure_mutex);
+                if (failure.empty()) {
+                    failure = std::move(why);
+                }
+                failed = true;
+            };
+            if (!buf) {
+                fail("out of memory");
+                return;
+            }
+            while (!failed) {
+                const std::uint64_t i = next++;
+                if (i >= ops || std::chrono::steady_clock::now() >= deadline) {
+                    break;
+                }
+                if (auto r = w.pwrite(buf.get(), bs, offset + picker.pick(i) * bs); !r) {
+                    fail(r.error().message);
+                }
+            }
+        });
+    }
+    for (auto& th : threads) {
+        th.join();
+    }
+    return failure;
+}
+
+// Asynchronous: keep `qd` writes in flight, one buffer each; "" or the first failure.
+std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std::uint64_t offset,
+                      std::uint64_t slots, std::uint64_t ops, std::chrono::steady_clock::time_point deadline) {
+    std::vector<aligned_buffer> bufs;
+    std::vector<std::uint32_t> free_bufs;
+    for (unsigned i = 0; i < a.qd; ++i) {
+        bufs.push_back(make_buffer(bs));
+        if (!bufs.back()) {
+            return "out of memory";
+        }
+        free_bufs.push_back(i);
+    }
+    slot_picker picker(slots, a.random, 1);
+    std::vector<wz::writer_completion> done;
+    std::string failure;
+    std::uint64_t issued = 0;
+    bool stop = false;
+    for (;;) {
+        while (!stop && !free_bufs.empty()) {
+            if (issued >= ops || (a.seconds > 0 && (issued & 63) == 0 && std::chrono::steady_clock::now() >= deadline)) {
+                stop = true;
+                break;
+            }
+            const std::uint32_t b = free_bufs.back();
+            if (auto e = w.submit(bufs[b].get(), bs, offset + picker.pick(issued) * bs, b)) {
+                failure = e->message;
+                stop = true;
+                break;
+            }
+            free_bufs.pop_back();
+            ++issued;
+        }
+        if (w.in_flight() == 0) {
+            break;
+        }
+        done.clear();
+        auto r = w.complete(done, 1);
+        if (!r) {
+            return r.error().message;
+        }
+        for (const auto& c : done) {
+            if (c.error && failure.empty()) {
+                failure = c.error->message;
+                stop = true;
+            }
+            free_bufs.push_back(static_cast<std::uint32_t>(c.user_data));
+        }
+    }
+    return failure;
+}
+
+}  // namespace
 
 int run_bench_write(const bench_args& a) {
     std::uint64_t bs = 0, offset = 0, length = 0;
@@ -47,6 +188,10 @@ int run_bench_write(const bench_args& a) {
     } else {
         print_error(fmt::format("invalid bs '{}': {}\nTry 'wzero --help' for more information.", a.bs,
                                 v.error().message));
+        return exit_failure;
+    }
+    if (a.threads > 0 && (a.qd > 1 || a.completion != "interrupt")) {
+        print_error("--threads uses the synchronous API: --qd and --completion are for the asynchronous one");
         return exit_failure;
     }
     if (length == 0) {
@@ -64,56 +209,37 @@ int run_bench_write(const bench_args& a) {
                : a.mode == "dsync" ? wz::durability_mode::dsync
                                    : wz::durability_mode::automatic;
     opt.allow_unsafe_through = a.unsafe;
+    opt.completion.mode = a.completion == "poll"       ? wz::completion_mode::poll
+                          : a.completion == "adaptive" ? wz::completion_mode::adaptive
+                                                       : wz::completion_mode::interrupt;
+    opt.completion.high_watermark = a.high;
+    opt.completion.low_watermark = a.low;
+    opt.completion.interval = std::chrono::microseconds(a.interval_us);
+    opt.completion.max_loops = a.max_loops;
+    // The ring: room for --qd, and above the high watermark (which must stay below it).
+    opt.queue_depth = std::max({a.qd, a.high + 1, 128U});
     auto w = wz::writer::open(a.path, offset, length, opt);
     if (!w) {
         print_error(w.error().message);
         return w.error().code.value() == ENOTSUP ? exit_not_supported : exit_failure;
     }
-    const std::uint64_t slots = length / bs;
+    const std::uint64_t slots = bs == 0 ? 0 : length / bs;
     if (bs == 0 || slots == 0 || bs % w->alignment() != 0) {
         print_error(fmt::format("--bs {} must be a non-zero multiple of {} no larger than the range", bs,
                                 w->alignment()));
         return exit_failure;
     }
     const std::uint64_t ops = a.seconds > 0 ? UINT64_MAX : (a.ops != 0 ? a.ops : 10000);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.seconds > 0 ? a.seconds : 1e9);
-    std::atomic<std::uint64_t> next{0};
-    std::atomic<bool> failed{false};
-    std::string failure;
-    std::mutex failure_mutex;
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < a.qd; ++t) {
-        threads.emplace_back([&, t] {
-            void* raw = nullptr;
-            if (::posix_memalign(&raw, 4096, bs) != 0) {
-                failed = true;
-                return;
-            }
-            std::memset(raw, 0x5a, bs);
-            std::mt19937_64 rng(t + 1);
-            while (!failed) {
-                const std::uint64_t i = next++;
-                if (i >= ops || std::chrono::steady_clock::now() >= deadline) {
-                    break;
-                }
-                const std::uint64_t slot = a.random ? rng() % slots : i % slots;
-                auto r = w->pwrite(raw, bs, offset + slot * bs);
-                if (!r) {
-                    std::lock_guard lock(failure_mutex);
-                    failure = r.error().message;
-                    failed = true;
-                }
-            }
-            std::free(raw);
-        });
-    }
-    for (auto& th : threads) {
-        th.join();
-    }
+    const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(a.seconds > 0 ? a.seconds : 1e9));
+    const double cpu0 = cpu_seconds();
+    const std::string failure = a.threads > 0 ? run_threads(*w, a, bs, offset, slots, ops, deadline)
+                                              : run_async(*w, a, bs, offset, slots, ops, deadline);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (failed) {
-        print_error(failure.empty() ? "out of memory" : failure);
+    const double cpu = cpu_seconds() - cpu0;
+    if (!failure.empty()) {
+        print_error(failure);
         return exit_failure;
     }
     auto s = w->stats();
@@ -122,25 +248,40 @@ int run_bench_write(const bench_args& a) {
         return exit_failure;
     }
     const double iops = static_cast<double>(s.writes) / secs;
+    const double cpu_us_per_io = s.writes == 0 ? 0.0 : cpu * 1e6 / static_cast<double>(s.writes);
+    const std::string api = a.threads > 0 ? "sync" : "async";
+    const unsigned depth = a.threads > 0 ? a.threads : a.qd;
     if (a.json) {
         nlohmann::ordered_json j{{"path", a.path},
                                  {"mode", wz::to_string(w->mode())},
                                  {"reason", w->reason()},
+                                 {"api", api},
+                                 {"completion", a.threads > 0 ? "" : wz::to_string(w->completion())},
                                  {"bs", bs},
-                                 {"qd", a.qd},
+                                 {"qd", depth},
                                  {"writes", s.writes},
                                  {"seconds", secs},
                                  {"iops", iops},
                                  {"bandwidth_bytes_per_second", static_cast<double>(s.bytes) / secs},
+                                 {"cpu_us_per_io", cpu_us_per_io},
                                  {"fua_writes", s.fua_writes},
                                  {"flushes", s.flushes},
+                                 {"passthrough", s.passthrough},
+                                 {"blocking_waits", s.blocking_waits},
+                                 {"busy_looks", s.busy_looks},
+                                 {"idle_sleeps", s.idle_sleeps},
                                  {"latency_us", {{"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}}};
         fmt::print("{}\n", j.dump(2));
         return exit_ok;
     }
     fmt::print("mode: {} ({})\n", wz::to_string(w->mode()), w->reason());
-    fmt::print("{} writes of {} bytes at QD {} in {:.3f} s: {:.0f} IOPS, {:.1f} MiB/s\n", s.writes, bs, a.qd, secs, iops,
-               static_cast<double>(s.bytes) / secs / 1048576.0);
+    if (a.threads > 0) {
+        fmt::print("api: synchronous pwrite from {} threads\n", a.threads);
+    } else {
+        fmt::print("api: asynchronous at QD {}, completion {}\n", a.qd, wz::to_string(w->completion()));
+    }
+    fmt::print("{} writes of {} bytes in {:.3f} s: {:.0f} IOPS, {:.1f} MiB/s, {:.2f} us CPU per write\n", s.writes,
+               bs, secs, iops, static_cast<double>(s.bytes) / secs / 1048576.0, cpu_us_per_io);
     fmt::print("latency p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us; FUA writes {}, flushes issued {}\n", s.p50_us,
                s.p99_us, s.p999_us, s.fua_writes, s.flushes);
     return exit_ok;

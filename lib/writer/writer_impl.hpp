@@ -1,0 +1,122 @@
+// Private to lib/writer: the state behind wz::writer, shared by the synchronous path
+// (writer.cpp) and the asynchronous io_uring path (async.cpp).
+#pragma once
+
+#include "io/completion.hpp"
+#include "io/ring.hpp"
+#include "util/unique_fd.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wz {
+
+namespace writer_detail {
+
+// One asynchronous write between submit() and the completion complete() hands back.
+struct async_op {
+    std::uint64_t user_data = 0;
+    const unsigned char* buf = nullptr;
+    std::size_t len = 0;
+    std::uint64_t offset = 0;
+    std::size_t done = 0;     // bytes the kernel reported written (plain writes: short ones go again)
+    unsigned parts_left = 0;  // commands still in flight (an NVMe write splits at the transfer limit)
+    std::optional<error_info> error;
+    std::chrono::steady_clock::time_point t0;
+};
+
+// The asynchronous engine: one io_uring, created on the first submit().
+struct async_engine {
+    std::unique_ptr<io::detail::ring> ring;  // null until the first submit()
+    bool iopoll = false;
+    bool sqe128 = false;         // the ring takes uring_cmd (NVMe passthrough)
+    bool uring_cmd_ok = false;   // a uring_cmd completed: the path works here
+    std::vector<async_op> ops;   // by slot
+    std::vector<std::uint32_t> free_slots;
+    unsigned commands_in_flight = 0;  // SQEs submitted and not yet reaped (flush included)
+    std::size_t writes_in_flight = 0; // submit()ted and not yet handed back
+    std::vector<std::uint32_t> awaiting_flush;  // flush mode: completed, waiting for a flush
+    std::vector<std::uint32_t> flush_batch;     // made durable by the flush in flight
+    bool flush_in_flight = false;
+    std::vector<writer_completion> ready;       // durable or failed, not yet handed back
+    std::vector<double> ready_latency_us;
+    std::optional<io::reaper> reaper;
+    io::reaper_counters counters_before;   // of rings torn down by refresh()
+};
+
+constexpr unsigned pool_ring_entries = 16;
+
+// Rings for synchronous NVMe FUA writes through uring_cmd: one per concurrent caller.
+class ring_pool {
+public:
+    // A ring with SQE128|CQE32, or nullptr (with the reason) when the kernel has none.
+    std::unique_ptr<io::detail::ring> acquire(std::string& why);
+    void release(std::unique_ptr<io::detail::ring> r);
+
+private:
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<io::detail::ring>> free_;
+};
+
+}  // namespace writer_detail
+
+struct writer::impl {
+    std::string path;         // for messages
+    std::string reopen_path;  // what open_fds() opens: the path, or /proc/self/fd/N of `origin`
+    unique_fd origin;         // open(fd): a duplicate of the caller's descriptor
+    std::uint64_t offset = 0, length = 0;
+    writer_options options;
+    capabilities caps;
+    durability_mode mode = durability_mode::dsync;
+    std::string reason;
+    std::uint32_t mem_align = 4096, offset_align = 4096;
+    unique_fd fd;        // O_RDWR | O_DIRECT (| O_DSYNC in dsync mode)
+    unique_fd char_fd;   // raw namespace: NVMe Write with FUA, NVMe Flush
+    bool nvme_fua = false;
+    bool nvme_flush = false;  // raw NVMe namespace: flush with an NVMe Flush, not fdatasync
+    std::atomic<bool> uring_cmd_missing{false};  // remembered once the kernel refused it
+    writer_detail::ring_pool rings;
+
+    // Group commit: a flush started after a write completed makes that write durable.
+    std::mutex commit_mutex;
+    std::condition_variable commit_cv;
+    std::uint64_t completed = 0;  // writes completed so far (sequence numbers)
+    std::uint64_t durable = 0;    // every write with sequence <= durable is durable
+    bool flushing = false;
+
+    std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
+    std::atomic<int> passthrough_used{0};  // 0 none, 1 uring_cmd, 2 ioctl
+    mutable std::mutex stats_mutex;
+    std::vector<double> latencies_us;
+
+    writer_detail::async_engine async;
+
+    std::optional<error_info> choose_mode();
+    std::optional<error_info> open_fds();
+    std::optional<error_info> group_commit();
+    std::optional<error_info> flush_now();
+    std::optional<error_info> check_write(const void* buf, std::size_t len, std::uint64_t off) const;
+    std::optional<error_info> write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
+    std::optional<error_info> write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
+    [[nodiscard]] std::uint64_t nvme_part_bytes() const;
+    void record(std::size_t len, double us);
+    result<bool> range_written();
+    // Asynchronous path (async.cpp).
+    std::optional<error_info> async_start();
+    std::optional<error_info> async_queue(std::uint32_t slot);
+    void async_handle(const io_uring_cqe& cqe);
+    void async_deliver(std::uint32_t slot);
+    std::optional<error_info> async_maybe_flush();
+    std::optional<error_info> async_submit_sqes();
+    void async_reset();
+};
+
+}  // namespace wz
