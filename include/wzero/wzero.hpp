@@ -149,6 +149,11 @@ struct cache_info {
     std::optional<bool> fua;                     // queue/fua
     std::optional<bool> flush_needed;            // does a durable write need a cache flush?
     std::string flush_reason;
+    // Regular files: is an O_DSYNC/RWF_DSYNC O_DIRECT overwrite of written extents sent as a
+    // FUA write with no flush? Confirmed at the device (QEMU trace, fstests host/009) for xfs
+    // and ext4 (also without lazytime) on Linux 6.1 and 7.2; not claimed elsewhere.
+    std::optional<bool> dsync_overwrite_fua;
+    std::string dsync_overwrite_reason;
 };
 
 struct method_assessment {

@@ -98,6 +98,33 @@ TEST(Cache, UnreadableWceFallsBackToTheKernelWithReason) {
     EXPECT_NE(c.cache.effective_reason.find("Operation not permitted"), std::string::npos);
 }
 
+TEST(Cache, DsyncOverwriteFuaOnlyWhereConfirmed) {
+    struct row {
+        const char* fs;
+        std::optional<bool> fua;
+        std::optional<bool> want;
+        const char* says;
+    };
+    for (const row& r : {row{"xfs", true, true, "one FUA write"}, row{"ext4", true, true, "one FUA write"},
+                         row{"ext4", false, false, "without FUA"}, row{"btrfs", true, false, "copy on write"},
+                         row{"f2fs", true, false, "not confirmed"}, row{"xfs", std::nullopt, std::nullopt, "unknown"}}) {
+        capabilities c;
+        c.file_type = "regular";
+        c.fs = fs_info{};
+        c.fs->type = r.fs;
+        c.device = device_info{};
+        c.device->kind = "nvme";
+        c.cache.kernel = cache_mode::write_back;
+        c.cache.fua = r.fua;
+        assess(c, new_kernel);
+        EXPECT_EQ(c.cache.dsync_overwrite_fua, r.want) << r.fs;
+        EXPECT_NE(c.cache.dsync_overwrite_reason.find(r.says), std::string::npos) << c.cache.dsync_overwrite_reason;
+    }
+    auto raw = raw_nvme(0x01, true, true);
+    assess(raw, new_kernel);
+    EXPECT_FALSE(raw.cache.dsync_overwrite_fua);  // a block device: the writer's own FUA path
+}
+
 TEST(Cache, NoDeviceNeedsNoFlush) {
     capabilities c;
     c.file_type = "regular";

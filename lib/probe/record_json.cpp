@@ -108,7 +108,9 @@ std::string to_json(const capabilities& c, int indent) {
                   {"effective_reason", c.cache.effective_reason},
                   {"fua", opt(c.cache.fua)},
                   {"flush_needed", opt(c.cache.flush_needed)},
-                  {"flush_reason", c.cache.flush_reason}};
+                  {"flush_reason", c.cache.flush_reason},
+                  {"dsync_overwrite_fua", opt(c.cache.dsync_overwrite_fua)},
+                  {"dsync_overwrite_reason", c.cache.dsync_overwrite_reason}};
     json methods = json::object();
     for (zero_method m : all_zero_methods) {
         auto it = c.methods.find(m);

@@ -74,12 +74,9 @@ std::optional<error_info> writer::impl::choose_mode() {
     const bool raw_nvme = caps.file_type == "block" && caps.nvme && !caps.nvme->char_device.empty() &&
                           may_passthrough(caps.nvme->char_device.c_str());
     const std::string fs_type = caps.fs ? caps.fs->type : std::string();
-    const bool lazytime = caps.fs && caps.fs->mount_options.find("lazytime") != std::string::npos;
-    // RWF_DSYNC on an O_DIRECT pure overwrite becomes a FUA write without a preflush where the
-    // filesystem has no metadata to log for it: xfs (iomap), ext4 only when mounted lazytime
-    // (otherwise the mtime update dirties the inode and forces a journal commit).
-    const bool file_fua = caps.file_type == "regular" && *written && fua_ok &&
-                          (fs_type == "xfs" || (fs_type == "ext4" && lazytime));
+    // RWF_DSYNC on an O_DIRECT pure overwrite becomes a FUA write without a flush where the
+    // record says so (xfs and ext4 with a FUA queue, confirmed at the device: host/009).
+    const bool file_fua = caps.file_type == "regular" && *written && caps.cache.dsync_overwrite_fua.value_or(false);
     nvme_fua = false;
     nvme_flush = caps.file_type == "block" && caps.nvme && raw_nvme;
 
@@ -98,7 +95,7 @@ std::optional<error_info> writer::impl::choose_mode() {
                                  caps.nvme->char_device);
         } else if (file_fua) {
             mode = durability_mode::fua;
-            reason = fmt::format("{} turns RWF_DSYNC O_DIRECT overwrites of written extents into FUA writes", fs_type);
+            reason = fmt::format("write-back cache; {}", caps.cache.dsync_overwrite_reason);
         } else {
             mode = durability_mode::flush;
             reason = write_through ? "write-through, but the range has unwritten extents or holes: a flush commits "
@@ -129,7 +126,7 @@ std::optional<error_info> writer::impl::choose_mode() {
             nvme_fua = true;
             reason = "forced; NVMe Write with FUA through " + caps.nvme->char_device;
         } else if (caps.file_type == "regular" && *written) {
-            reason = fmt::format("forced; RWF_DSYNC on O_DIRECT ({} decides whether that is FUA alone)", fs_type);
+            reason = fmt::format("forced; RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason);
         } else {
             return make_error_msg(ENOTSUP, fmt::format("writer {}: fua is not supported here ({})", path,
                                                        caps.file_type == "regular"
