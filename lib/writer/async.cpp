@@ -233,11 +233,9 @@ std::optional<error_info> writer::impl::async_maybe_flush() {
         return std::nullopt;
     }
     a.flush_batch.swap(a.awaiting_flush);
-    flushes++;
     if (a.iopoll) {
         // An IOPOLL ring takes reads and writes only: the flush is a call of its own.
-        --flushes;  // flush_now() counts it
-        auto e = flush_now();
+        auto e = flush_now();  // counts itself
         for (std::uint32_t slot : a.flush_batch) {
             if (e) {
                 a.ops[slot].error = e;
@@ -256,10 +254,10 @@ std::optional<error_info> writer::impl::async_maybe_flush() {
         sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) {
             a.awaiting_flush.swap(a.flush_batch);  // try again after the next completions
-            --flushes;
             return std::nullopt;
         }
     }
+    flushes++;
     if (nvme_flush && a.sqe128) {
         io::detail::prep_uring_command(sqe, char_fd.get(), io::detail::flush_words(caps.nvme->nsid), flush_tag);
     } else {
