@@ -99,6 +99,7 @@ struct device_info {
     std::uint64_t discard_max_bytes = 0;
     std::optional<bool> rotational;
     std::string backing_file;          // loop devices
+    std::optional<bool> loop_direct_io;  // loop devices: loop/dio (direct I/O to the backing file)
     std::vector<std::string> slaves;   // dm/md: the devices below
 };
 
@@ -219,7 +220,9 @@ struct preallocate_options {
     method_request method = method_request::automatic;
     bool fallback = true;                        // go down the chain when a method is refused
     in_place_mode in_place = in_place_mode::automatic;  // re-zero written extents through NVMe
-    unsigned queue_depth = 32;
+    // I/O commands in flight; 0: automatic (32, but 2 on a loop device doing buffered I/O,
+    // whose single worker gains nothing from more and the page cache loses).
+    unsigned queue_depth = 0;
     passthrough_mode passthrough = passthrough_mode::automatic;
     std::uint64_t rate_bytes_per_second = 0;     // 0: unlimited
     verify_mode verify = verify_mode::extents;

@@ -356,4 +356,16 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
     return r;
 }
 
+queue_choice choose_queue_depth(const capabilities& caps, unsigned requested) {
+    if (requested != 0) {
+        return {requested, fmt::format("queue depth {}: as requested", requested)};
+    }
+    if (caps.device && caps.device->kind == "loop" && caps.device->loop_direct_io == false) {
+        return {2, fmt::format("queue depth 2: {} does buffered I/O to its backing file (one worker copies each "
+                               "request into the page cache; more in flight only adds dirty pages)",
+                               caps.device->disk)};
+    }
+    return {32, "queue depth 32 (default)"};
+}
+
 }  // namespace wz::plan

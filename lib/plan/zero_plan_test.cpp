@@ -367,5 +367,24 @@ TEST(Geometry, LimitsFromTheRecord) {
     EXPECT_EQ(g.partition_start_bytes, 1U << 20);
 }
 
+TEST(QueueDepth, AutomaticExceptBufferedLoop) {
+    capabilities c;
+    c.file_type = "regular";
+    EXPECT_EQ(choose_queue_depth(c, 0).depth, 32U);  // no device (tmpfs)
+    c.device = device_info{};
+    c.device->kind = "nvme";
+    EXPECT_EQ(choose_queue_depth(c, 0).depth, 32U);
+    c.device->kind = "loop";
+    c.device->disk = "/dev/loop3";
+    EXPECT_EQ(choose_queue_depth(c, 0).depth, 32U);  // dio unknown: no claim
+    c.device->loop_direct_io = true;
+    EXPECT_EQ(choose_queue_depth(c, 0).depth, 32U);
+    c.device->loop_direct_io = false;
+    auto q = choose_queue_depth(c, 0);
+    EXPECT_EQ(q.depth, 2U);
+    EXPECT_NE(q.reason.find("/dev/loop3 does buffered I/O"), std::string::npos) << q.reason;
+    EXPECT_EQ(choose_queue_depth(c, 64).depth, 64U);  // asked for: kept
+}
+
 }  // namespace
 }  // namespace wz::plan

@@ -61,6 +61,7 @@ std::string to_json(const capabilities& c, int indent) {
                        {"discard_max_bytes", d.discard_max_bytes},
                        {"rotational", opt(d.rotational)},
                        {"backing_file", d.backing_file.empty() ? json(nullptr) : json(d.backing_file)},
+                       {"loop_direct_io", opt(d.loop_direct_io)},
                        {"slaves", d.slaves}};
     } else {
         j["device"] = nullptr;

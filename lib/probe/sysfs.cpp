@@ -196,6 +196,9 @@ void read_block_info(const tree& sys, const block_node& node, device_info& dev, 
         if (auto b = sys.read(node.disk_sys_path + "/loop/backing_file")) {
             dev.backing_file = *b;
         }
+        if (auto d = sys.read_u64(node.disk_sys_path + "/loop/dio")) {
+            dev.loop_direct_io = *d != 0;
+        }
     }
     if (dev.kind == "dm" || dev.kind == "md") {
         std::error_code ec;

@@ -215,6 +215,7 @@ private:
     unique_fd char_;
     unique_fd reader_;
     bool used_nvme_ = false;
+    unsigned queue_depth_ = 32;
 };
 
 result<int> runner::direct_fd() {
@@ -244,7 +245,7 @@ std::optional<error_info> runner::run_writes(const plan::operation& op) {
     req.path = path_;
     req.offset = op.offset;
     req.length = op.length;
-    req.queue_depth = std::max(opt_.queue_depth, 1U);
+    req.queue_depth = queue_depth_;
     req.direct = op.kind == plan::op_kind::write_direct;
     if (req.direct) {
         auto dfd = direct_fd();
@@ -284,7 +285,7 @@ std::optional<error_info> runner::run_nvme(const capabilities& caps, const std::
     io::passthrough_path used{};
     io::io_outcome out;
     const std::uint64_t before = rep_.bytes_done;
-    auto r = io::nvme_write_zeroes(t, cmds, std::max(opt_.queue_depth, 1U), io_progress(), &used,
+    auto r = io::nvme_write_zeroes(t, cmds, queue_depth_, io_progress(), &used,
                                    opt_.passthrough == passthrough_mode::uring_cmd ? io::passthrough_choice::uring_cmd
                                    : opt_.passthrough == passthrough_mode::ioctl   ? io::passthrough_choice::ioctl
                                                                                    : io::passthrough_choice::automatic,
@@ -620,6 +621,9 @@ std::optional<error_info> runner::run() {
     for (auto m : all_zero_methods) {
         rep_.bytes_by_method[m] = 0;
     }
+    const plan::queue_choice qd = plan::choose_queue_depth(*caps, opt_.queue_depth);
+    queue_depth_ = qd.depth;
+    decide(qd.reason);
     std::optional<error_info> e;
     if (caps->file_type == "block") {
         e = run_block(*caps);

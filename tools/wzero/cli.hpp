@@ -25,7 +25,7 @@ struct alloc_args {
     std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
     std::string passthrough = "auto";
     bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
-    unsigned queue_depth = 32;
+    unsigned queue_depth = 0;  // 0: automatic
     std::string map_path, map_offset = "0", map_length;
     bool map_json = false;
     std::string verify_path, verify_offset = "0", verify_length;

@@ -151,7 +151,9 @@ void add_alloc_commands(CLI::App& app, alloc_args& a) {
         ->default_str("extents")
         ->check(CLI::IsMember({"", "none", "extents", "data"}));
     cmd->add_option("--rate", a.rate, "Rate limit in bytes per second (size suffixes)");
-    cmd->add_option("--queue-depth", a.queue_depth, "I/O commands in flight")->check(CLI::Range(1, 4096));
+    cmd->add_option("--queue-depth", a.queue_depth,
+                    "I/O commands in flight (default 32; 2 on a loop device doing buffered I/O)")
+        ->check(CLI::Range(1, 4096));
     cmd->add_option("--passthrough", a.passthrough, "NVMe commands through auto, uring_cmd or ioctl")
         ->check(CLI::IsMember({"auto", "uring_cmd", "ioctl"}));
     cmd->add_flag("-J,--json", a.json, "Print the report as JSON");
