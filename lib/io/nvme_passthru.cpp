@@ -300,8 +300,12 @@ std::optional<error_info> nvme_flush(const nvme_target& t) {
 
 namespace detail {
 
-int ioctl_command(int fd, const command_words& w) {
-    nvme_passthru_cmd cmd{};
+namespace {
+
+// The ioctl's nvme_passthru_cmd and io_uring's nvme_uring_cmd name these fields alike.
+template <class Cmd>
+Cmd to_kernel(const command_words& w) {
+    Cmd cmd{};
     cmd.opcode = w.opcode;
     cmd.nsid = w.nsid;
     cmd.cdw10 = w.cdw10;
@@ -309,6 +313,13 @@ int ioctl_command(int fd, const command_words& w) {
     cmd.cdw12 = w.cdw12;
     cmd.addr = w.addr;
     cmd.data_len = w.data_len;
+    return cmd;
+}
+
+}  // namespace
+
+int ioctl_command(int fd, const command_words& w) {
+    auto cmd = to_kernel<nvme_passthru_cmd>(w);
     int rc = ::ioctl(fd, NVME_IOCTL_IO_CMD, &cmd);
     return rc < 0 ? -errno : rc;
 }
@@ -319,14 +330,7 @@ void prep_uring_command(io_uring_sqe* sqe, int fd, const command_words& w, std::
     sqe->fd = fd;
     sqe->cmd_op = NVME_URING_CMD_IO;
     io_uring_sqe_set_data64(sqe, user_data);
-    nvme_uring_cmd cmd{};
-    cmd.opcode = w.opcode;
-    cmd.nsid = w.nsid;
-    cmd.cdw10 = w.cdw10;
-    cmd.cdw11 = w.cdw11;
-    cmd.cdw12 = w.cdw12;
-    cmd.addr = w.addr;
-    cmd.data_len = w.data_len;
+    const auto cmd = to_kernel<nvme_uring_cmd>(w);
     // Through a byte pointer: sqe->cmd is declared as a zero-length array.
     std::memcpy(reinterpret_cast<unsigned char*>(sqe) + offsetof(io_uring_sqe, cmd), &cmd, sizeof cmd);
 }
