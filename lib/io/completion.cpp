@@ -26,7 +26,8 @@ std::optional<error_info> validate(const completion_options& o, unsigned queue_d
                                                   o.interval.count(), o.max_loops, queue_depth, why));
     };
     if (queue_depth == 0) {
-        return bad("the queue depth must be non-zero");
+        return make_error_msg(EINVAL, fmt::format("completion settings (mode {}): the queue depth must be non-zero",
+                                                  to_string(o.mode)));
     }
     if (o.mode != completion_mode::adaptive) {
         return std::nullopt;  // the watermarks are read by the adaptive mode only

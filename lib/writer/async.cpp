@@ -89,10 +89,12 @@ std::optional<error_info> writer::impl::async_submit_sqes() {
 std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
     writer_detail::async_op& op = async.ops[slot];
     io_uring* r = async.ring->get();
+    std::optional<error_info> submit_error;
     auto sqe_for = [&]() -> io_uring_sqe* {
         io_uring_sqe* sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) {  // SQ full: hand it to the kernel, then there is room
             if (auto e = async_submit_sqes()) {
+                submit_error = std::move(e);
                 return nullptr;
             }
             sqe = io_uring_get_sqe(r);
@@ -115,8 +117,9 @@ std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
             const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(op.len - done, max_bytes));
             io_uring_sqe* sqe = sqe_for();
             if (sqe == nullptr) {
-                return make_error_range("io_uring: no submission entry for NVMe Write (FUA)", path, op.offset + done,
-                                        op.len - done, EBUSY);
+                return submit_error ? *submit_error
+                                    : make_error_range("io_uring: no submission entry for NVMe Write (FUA)", path,
+                                                       op.offset + done, op.len - done, EBUSY);
             }
             io::detail::prep_uring_command(sqe, char_fd.get(),
                                            io::detail::write_words(caps.nvme->nsid, (op.offset + done + part) / lba,
@@ -128,8 +131,9 @@ std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
     } else {
         io_uring_sqe* sqe = sqe_for();
         if (sqe == nullptr) {
-            return make_error_range("io_uring: no submission entry for write", path, op.offset + op.done,
-                                    op.len - op.done, EBUSY);
+            return submit_error ? *submit_error
+                                : make_error_range("io_uring: no submission entry for write", path,
+                                                   op.offset + op.done, op.len - op.done, EBUSY);
         }
         io_uring_prep_write(sqe, fd.get(), op.buf + op.done, static_cast<unsigned>(op.len - op.done),
                             op.offset + op.done);

@@ -354,10 +354,14 @@ std::optional<error_info> writer::impl::check_write(const void* buf, std::size_t
                                                   "[offset {}, length {}]",
                                                   path, off, len, offset, length));
     }
+    if (len == 0) {
+        return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length 0]: the length must be non-zero",
+                                                  path, off));
+    }
     if (reinterpret_cast<std::uintptr_t>(buf) % mem_align != 0 || off % offset_align != 0 ||
-        len % offset_align != 0 || len == 0) {
+        len % offset_align != 0) {
         return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: not aligned for O_DIRECT "
-                                                  "(buffer to {}, offset and length to {} bytes, length non-zero)",
+                                                  "(buffer to {}, offset and length to {} bytes)",
                                                   path, off, len, mem_align, offset_align));
     }
     return std::nullopt;
@@ -394,7 +398,9 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     if (length == 0 || offset + length < offset || offset + length > p->caps.size_bytes) {
         return make_error_msg(EINVAL, fmt::format("writer {} [offset {}, length {}]: the range must be non-empty "
                                                   "and inside the {} ({} bytes)",
-                                                  path, offset, length, p->caps.file_type, p->caps.size_bytes));
+                                                  path, offset, length,
+                                                  p->caps.file_type == "block" ? "block device" : "file",
+                                                  p->caps.size_bytes));
     }
     if (!p->caps.dio) {
         return make_error_msg(ENOTSUP, fmt::format("writer {}: O_DIRECT is not supported here", path));
@@ -408,7 +414,8 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
         unique_fd a(disk.empty() ? -1 : ::open(attr.c_str(), O_RDONLY | O_CLOEXEC));
         if (!a || ::read(a.get(), &v, 1) != 1 || v != '1') {
             return make_error_msg(ENOTSUP, fmt::format("writer {}: completion poll needs a device with poll queues, "
-                                                       "and {} has none ({}; for NVMe load nvme with poll_queues=N)",
+                                                       "and {} has none ({}; for NVMe boot with nvme.poll_queues=N, "
+                                                       "or load the nvme module with poll_queues=N)",
                                                        path, disk.empty() ? "the file's storage" : disk,
                                                        disk.empty() ? "no block device" : attr + " is not 1"));
         }

@@ -165,7 +165,7 @@ TEST_F(WriterTest, MisalignedAndOutOfRangeWritesAreRefused) {
     for (const bad& b : {bad{buf.get() + skew, skew == 0 ? 100 : block, block, EINVAL, "not aligned"},
                          bad{buf.get(), block, block + 1, EINVAL, "not aligned"},
                          bad{buf.get(), 100, block, EINVAL, "not aligned"},
-                         bad{buf.get(), 0, block, EINVAL, "not aligned"},
+                         bad{buf.get(), 0, block, EINVAL, "non-zero"},
                          bad{buf.get(), block, 0, ERANGE, "outside the writer's range"},
                          bad{buf.get(), 2 * block, 16 * block, ERANGE, "outside the writer's range"}}) {
         auto r = w->pwrite(b.p, b.len, b.off);
