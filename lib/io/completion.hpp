@@ -16,6 +16,12 @@ namespace wz::io {
 
 struct reaper_counters {
     std::uint64_t blocking_waits = 0, busy_looks = 0, idle_sleeps = 0;
+    reaper_counters& operator+=(const reaper_counters& o) {
+        blocking_waits += o.blocking_waits;
+        busy_looks += o.busy_looks;
+        idle_sleeps += o.idle_sleeps;
+        return *this;
+    }
 };
 
 // Ops: unsigned drain()       - handle every completion ready now, without a syscall; count

@@ -60,10 +60,7 @@ std::optional<error_info> writer::impl::async_start() {
 void writer::impl::async_reset() {
     writer_detail::async_engine& a = async;
     if (a.reaper) {
-        const auto& c = a.reaper->counters();
-        a.counters_before.blocking_waits += c.blocking_waits;
-        a.counters_before.busy_looks += c.busy_looks;
-        a.counters_before.idle_sleeps += c.idle_sleeps;
+        a.counters_before += a.reaper->counters();
     }
     a.reaper.reset();
     a.ring.reset();
@@ -102,9 +99,6 @@ std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
         return sqe;
     };
     if (nvme_fua) {
-        const std::uint32_t lba = caps.nvme->lba_bytes;
-        const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
-        const std::uint64_t max_bytes = nvme_part_bytes();
         if (!async.sqe128) {
             // Synchronously through the ioctl; the op completes here.
             op.error = write_nvme_fua_ioctl(op.buf, op.len, op.offset);
@@ -113,20 +107,23 @@ std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
             async_deliver(slot);
             return std::nullopt;
         }
-        for (std::size_t done = 0; done < op.len;) {
-            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(op.len - done, max_bytes));
-            io_uring_sqe* sqe = sqe_for();
-            if (sqe == nullptr) {
-                return submit_error ? *submit_error
-                                    : make_error_range("io_uring: no submission entry for NVMe Write (FUA)", path,
-                                                       op.offset + done, op.len - done, EBUSY);
-            }
-            io::detail::prep_uring_command(sqe, char_fd.get(),
-                                           io::detail::write_words(caps.nvme->nsid, (op.offset + done + part) / lba,
-                                                                   n / lba, op.buf + done, n, true),
-                                           slot);
-            ++op.parts_left;
-            done += n;
+        std::optional<error_info> queue_error;
+        for_each_fua_write(op.buf, op.len, op.offset,
+                           [&](const io::detail::command_words& w, std::uint64_t, std::uint32_t) {
+                               io_uring_sqe* sqe = sqe_for();
+                               if (sqe == nullptr) {
+                                   queue_error = submit_error ? *submit_error
+                                                              : make_error_range("io_uring: no submission entry for "
+                                                                                 "NVMe Write (FUA)",
+                                                                                 path, op.offset, op.len, EBUSY);
+                                   return false;
+                               }
+                               io::detail::prep_uring_command(sqe, char_fd.get(), w, slot);
+                               ++op.parts_left;
+                               return true;
+                           });
+        if (queue_error) {
+            return queue_error;
         }
     } else {
         io_uring_sqe* sqe = sqe_for();

@@ -217,25 +217,20 @@ std::string fua_what(const capabilities& caps, std::uint64_t slba, std::uint64_t
 }  // namespace
 
 std::optional<error_info> writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
-    const std::uint32_t lba = caps.nvme->lba_bytes;
-    const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
-    const std::uint64_t max_bytes = nvme_part_bytes();
     passthrough_used = 2;
-    for (std::size_t done = 0; done < len;) {
-        const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(len - done, max_bytes));
-        const std::uint64_t slba = (off + done + part) / lba;
-        const auto w = io::detail::write_words(caps.nvme->nsid, slba, n / lba,
-                                               static_cast<const unsigned char*>(buf) + done, n, true);
+    std::optional<error_info> failure;
+    for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
         if (int rc = io::detail::ioctl_command(char_fd.get(), w); rc != 0) {
-            return io::detail::command_error(rc, fua_what(caps, slba, n / lba, "ioctl"));
+            failure = io::detail::command_error(rc, fua_what(caps, slba, nlb, "ioctl"));
         }
-        done += n;
-    }
-    return std::nullopt;
+        return !failure;
+    });
+    return failure;
 }
 
 // NVMe Write with FUA through io_uring uring_cmd (a ring per concurrent caller, from a pool),
-// every part of the write in flight at once; the ioctl where the kernel has no uring_cmd.
+// up to a ring's worth of the write's commands in flight at once; the ioctl where the kernel
+// has no uring_cmd.
 std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
     if (uring_cmd_missing) {
         return write_nvme_fua_ioctl(buf, len, off);
@@ -246,59 +241,52 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
         uring_cmd_missing = true;
         return write_nvme_fua_ioctl(buf, len, off);
     }
-    const std::uint32_t lba = caps.nvme->lba_bytes;
-    const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
-    const std::uint64_t max_bytes = nvme_part_bytes();
+    struct part_t {
+        io::detail::command_words words;
+        std::uint64_t slba;
+        std::uint32_t nlb;
+        int rc;
+    };
+    std::vector<part_t> parts;
+    for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
+        parts.push_back({w, slba, nlb, 1});
+        return true;
+    });
     io_uring* ring = r->get();
-    std::optional<error_info> failure;
-    for (std::size_t done = 0; done < len && !failure;) {
-        // A batch of up to ring-size parts, all submitted, all reaped.
-        struct part_t {
-            std::uint64_t slba;
-            std::uint32_t nlb;
-        };
-        std::vector<part_t> parts;
-        std::size_t batch_start = done;
-        while (done < len && parts.size() < writer_detail::pool_ring_entries) {
-            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(len - done, max_bytes));
-            const std::uint64_t slba = (off + done + part) / lba;
-            io::detail::prep_uring_command(io_uring_get_sqe(ring), char_fd.get(),
-                                           io::detail::write_words(caps.nvme->nsid, slba, n / lba,
-                                                                   static_cast<const unsigned char*>(buf) + done, n,
-                                                                   true),
-                                           parts.size());
-            parts.push_back({slba, n / lba});
-            done += n;
+    for (std::size_t first = 0; first < parts.size();) {
+        // A batch of up to ring-size commands, all submitted, all reaped.
+        const std::size_t end = std::min<std::size_t>(parts.size(), first + writer_detail::pool_ring_entries);
+        for (std::size_t i = first; i < end; ++i) {
+            io::detail::prep_uring_command(io_uring_get_sqe(ring), char_fd.get(), parts[i].words, i);
         }
-        unsigned submitted = 0;
-        while (submitted < parts.size()) {
-            const int rc = io::detail::submit(ring);
-            if (rc < 0) {
-                failure = make_error_range("io_uring submit (NVMe Write FUA)", caps.nvme->char_device, off + batch_start,
-                                           len - batch_start, -rc);
-                break;
+        const std::size_t n = end - first;
+        std::size_t submitted = 0, reaped = 0;
+        std::optional<error_info> failure;
+        while (reaped < submitted || (!failure && submitted < n)) {
+            if (!failure && submitted < n) {
+                const int rc = io::detail::submit(ring);
+                if (rc < 0 || (rc == 0 && submitted == reaped)) {
+                    // Refused, with nothing in flight whose completion would make room.
+                    failure = make_error_range("io_uring submit (NVMe Write FUA)", caps.nvme->char_device, off, len,
+                                               rc < 0 ? -rc : EBUSY);
+                } else {
+                    submitted += static_cast<std::size_t>(rc);
+                }
             }
-            submitted += static_cast<unsigned>(rc);
-            if (rc == 0) {
-                break;  // EAGAIN/EBUSY: reap what is in flight first
+            if (reaped < submitted) {
+                if (int rc = io::detail::wait_one(ring, std::nullopt); rc < 0) {
+                    // The ring cannot tell us about the rest: its teardown (r) cancels them.
+                    return make_error_range("io_uring wait (NVMe Write FUA)", caps.nvme->char_device, off, len, -rc);
+                }
+                reaped += io::detail::drain_ready(
+                    ring, [&](const io_uring_cqe& cqe) { parts[io_uring_cqe_get_data64(&cqe)].rc = cqe.res; });
             }
-        }
-        std::vector<int> res(parts.size(), 1);
-        unsigned reaped = 0;
-        while (reaped < submitted) {
-            if (int rc = io::detail::wait_one(ring, std::nullopt); rc < 0) {
-                // The ring cannot tell us about the rest: its teardown (r) cancels and waits.
-                return make_error_range("io_uring wait (NVMe Write FUA)", caps.nvme->char_device, off, len, -rc);
-            }
-            reaped += io::detail::drain_ready(ring, [&](const io_uring_cqe& cqe) {
-                res[io_uring_cqe_get_data64(&cqe)] = cqe.res;
-            });
         }
         if (failure) {
-            break;
+            return *failure;  // the ring may hold commands never sent: dropped, not pooled
         }
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            const int rc = res[i];
+        for (std::size_t i = first; i < end; ++i) {
+            const int rc = parts[i].rc;
             if (rc == 0) {
                 continue;
             }
@@ -309,15 +297,14 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
                 rings.release(std::move(r));
                 return write_nvme_fua_ioctl(buf, len, off);
             }
-            failure = io::detail::command_error(rc, fua_what(caps, parts[i].slba, parts[i].nlb, "uring_cmd"));
-            break;
+            rings.release(std::move(r));
+            return io::detail::command_error(rc, fua_what(caps, parts[i].slba, parts[i].nlb, "uring_cmd"));
         }
-        if (!failure) {
-            passthrough_used = 1;
-        }
+        passthrough_used = 1;
+        first = end;
     }
     rings.release(std::move(r));
-    return failure;
+    return std::nullopt;
 }
 
 namespace writer_detail {
@@ -576,9 +563,7 @@ writer_stats writer::stats() const {
     s.passthrough = p_->passthrough_used == 1 ? "uring_cmd" : p_->passthrough_used == 2 ? "ioctl" : "";
     io::reaper_counters c = p_->async.counters_before;
     if (p_->async.reaper) {
-        c.blocking_waits += p_->async.reaper->counters().blocking_waits;
-        c.busy_looks += p_->async.reaper->counters().busy_looks;
-        c.idle_sleeps += p_->async.reaper->counters().idle_sleeps;
+        c += p_->async.reaper->counters();
     }
     s.blocking_waits = c.blocking_waits;
     s.busy_looks = c.busy_looks;

@@ -3,11 +3,13 @@
 #pragma once
 
 #include "io/completion.hpp"
+#include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -107,6 +109,26 @@ struct writer::impl {
     std::optional<error_info> write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
     std::optional<error_info> write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
     [[nodiscard]] std::uint64_t nvme_part_bytes() const;
+    // The NVMe Writes with FUA that carry [off, off + len) from buf: split at the transfer
+    // limit, the partition's start added. fn(words, slba, nlb) returns false to stop; so
+    // does this then.
+    template <class Fn>
+    bool for_each_fua_write(const void* buf, std::size_t len, std::uint64_t off, Fn&& fn) const {
+        const std::uint32_t lba = caps.nvme->lba_bytes;
+        const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
+        const std::uint64_t max_bytes = nvme_part_bytes();
+        for (std::size_t done = 0; done < len;) {
+            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(len - done, max_bytes));
+            const std::uint64_t slba = (off + done + part) / lba;
+            const auto w = io::detail::write_words(caps.nvme->nsid, slba, n / lba,
+                                                   static_cast<const unsigned char*>(buf) + done, n, true);
+            if (!fn(w, slba, n / lba)) {
+                return false;
+            }
+            done += n;
+        }
+        return true;
+    }
     void record(std::size_t len, double us);
     result<bool> range_written();
     // Asynchronous path (async.cpp).
