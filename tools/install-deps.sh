@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	# build
 	g++ make cmake pkg-config
-	liburing-dev libnvme-dev libjson-c-dev libmount-dev
+	liburing-dev libnvme-dev libjson-c-dev libmount-dev libblkid-dev
 	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
 	# host tests
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db

@@ -227,6 +227,9 @@ struct preallocate_options {
     std::uint64_t rate_bytes_per_second = 0;     // 0: unlimited
     verify_mode verify = verify_mode::extents;
     bool dry_run = false;                        // plan only: touch nothing
+    // Zero a block device that carries a filesystem signature or partition table (found
+    // with libblkid, as blkdiscard(8) does); without it such a device is refused (EBUSY).
+    bool force = false;
     std::function<void(const progress_info&)> on_progress;
     const std::atomic<bool>* cancel = nullptr;   // set to stop; the run ends with ECANCELED
 };
@@ -257,6 +260,10 @@ struct preallocate_report {
     std::string verify_detail;
     std::vector<std::string> decisions; // one line per decision, as -v prints them
     std::vector<planned_operation> plan;  // dry run: the plan; otherwise the steps taken (bounded)
+    // After a failure: what was undone so that the run leaves no more than it found ("removed
+    // the file it created", "cut back to N bytes"), or why that could not be done; empty
+    // when there was nothing to undo.
+    std::string cleanup;
 };
 
 // Makes [offset, offset + length) of a regular file or block device written zeroes, by the
@@ -331,6 +338,11 @@ struct writer_options {
     // Forcing `through` on a device whose cache is write-back loses durability; refused
     // unless this is set.
     bool allow_unsafe_through = false;
+    // Write to a block device that carries a filesystem signature or partition table (found
+    // with libblkid, as blkdiscard(8) does); refused (EBUSY) unless this is set. Mounted
+    // devices, whole disks with a mounted partition and devices another process holds
+    // exclusively are refused whatever this says.
+    bool force = false;
     // Asynchronous API: the io_uring's size, and the most writes submit() keeps in flight.
     unsigned queue_depth = 128;
     completion_options completion;

@@ -192,7 +192,8 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
     if (type != S_IFREG && type != S_IFBLK) {
         return stat(probe.get(), path, options);  // reports the type error
     }
-    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // The inode just checked, not the name again (it may have been swapped since).
+    unique_fd fd(::open(fmt::format("/proc/self/fd/{}", probe.get()).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
     if (!fd) {
         return make_error("open", path, errno);
     }

@@ -8,6 +8,7 @@
 #include "io/engine.hpp"
 #include "io/nvme_cmd.hpp"
 #include "probe/nvme_probe.hpp"
+#include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
 #include "util/unique_fd.hpp"
@@ -381,6 +382,19 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
         return caps.error();
     }
     p->caps = std::move(*caps);
+    if (p->caps.file_type == "block" && !p->options.force) {
+        // As blkdiscard(8) and wzero alloc: a device that holds a filesystem or a partition
+        // table is somebody's data.
+        auto sig = target::device_signature(probe.get(), path);
+        if (!sig) {
+            return sig.error();
+        }
+        if (!sig->empty()) {
+            return make_error_msg(EBUSY, fmt::format("writer {}: contains an existing {}; set force "
+                                                     "(--force) to write to it anyway",
+                                                     path, *sig));
+        }
+    }
     const std::uint64_t offset = p->offset, length = p->length;
     if (length == 0 || offset + length < offset || offset + length > p->caps.size_bytes) {
         return make_error_msg(EINVAL, fmt::format("writer {} [offset {}, length {}]: the range must be non-empty "
@@ -425,12 +439,21 @@ result<writer> writer::open(const std::string& path, std::uint64_t offset, std::
                             const writer_options& options) {
     auto p = std::make_unique<impl>();
     p->path = path;
-    p->reopen_path = path;
     p->offset = offset;
     p->length = length;
     p->options = options;
-    // A read-write descriptor first: the record, and the extent check, need it open.
-    unique_fd probe(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    // Opened once and decided on the descriptor: a block device is claimed exclusively
+    // (refusing a mounted one, a whole disk with a mounted partition, one another process
+    // holds), and every later reopen goes through /proc/self/fd of that claim, never the name.
+    target::open_request req;
+    req.mode = target::access::write;
+    auto t = target::open(path, req);
+    if (!t) {
+        return t.error();
+    }
+    p->origin = std::move(t->fd);
+    p->reopen_path = fmt::format("/proc/self/fd/{}", p->origin.get());
+    unique_fd probe(::open(p->reopen_path.c_str(), O_RDWR | O_CLOEXEC));
     if (!probe) {
         return make_error("open for writing", path, errno);
     }
@@ -472,6 +495,17 @@ result<writer> writer::open(int fd, const std::string& path, std::uint64_t offse
     struct ::stat a {}, b {};
     if (::fstat(fd, &a) != 0 || ::fstat(probe.get(), &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
         return make_error_msg(ESTALE, fmt::format("writer {}: reopening descriptor {} gave another file", path, fd));
+    }
+    if (S_ISBLK(b.st_mode)) {
+        // The caller's descriptor may itself be the exclusive claim (then a second O_EXCL open
+        // is EBUSY, and fine); a mounted device is refused either way.
+        unique_fd claim(::open(p->reopen_path.c_str(), O_RDWR | O_EXCL | O_CLOEXEC));
+        if (claim) {
+            p->origin = std::move(claim);
+            p->reopen_path = fmt::format("/proc/self/fd/{}", p->origin.get());
+        } else if (const std::string at = target::mounted_at(b.st_rdev); !at.empty()) {
+            return make_error_msg(EBUSY, fmt::format("writer {}: the block device is mounted at {}", path, at));
+        }
     }
     auto r = open_on(std::move(p), std::move(probe));
     if (!r) {

@@ -5,6 +5,7 @@
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
 #include "plan/zero_plan.hpp"
+#include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/unique_fd.hpp"
 
@@ -15,6 +16,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -180,6 +182,9 @@ private:
         return std::nullopt;
     }
     std::optional<error_info> verify(const capabilities& caps);
+    std::optional<error_info> check_signature();
+    std::optional<error_info> check_free_space(const capabilities& caps);
+    void cut_back(std::uint64_t size_before);
     result<int> direct_fd();
     result<int> char_fd(const capabilities& caps);
     bool cancelled() const { return opt_.cancel != nullptr && opt_.cancel->load(); }
@@ -618,6 +623,13 @@ std::optional<error_info> runner::run() {
     if (!caps) {
         return caps.error();
     }
+    if (caps->file_type == "block") {
+        if (auto e = check_signature()) {
+            return e;
+        }
+    } else if (auto e = check_free_space(*caps)) {
+        return e;
+    }
     for (auto m : all_zero_methods) {
         rep_.bytes_by_method[m] = 0;
     }
@@ -654,8 +666,105 @@ std::optional<error_info> runner::run() {
             e = verify(*caps);
         }
     }
+    if (e && !opt_.dry_run && caps->file_type == "regular") {
+        cut_back(caps->size_bytes);
+    }
     rep_.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     return e;
+}
+
+// blkdiscard(8) refuses a device with a filesystem signature or partition table unless
+// forced; zeroing one is at least as destructive.
+std::optional<error_info> runner::check_signature() {
+    auto sig = target::device_signature(fd_, path_);
+    if (!sig) {
+        return sig.error();
+    }
+    if (sig->empty()) {
+        return std::nullopt;
+    }
+    if (opt_.force) {
+        decide(fmt::format("{} contains an existing {}: zeroing it anyway (--force)", path_, *sig));
+        return std::nullopt;
+    }
+    return make_error_msg(EBUSY, fmt::format("zero {}: contains an existing {}; use --force to zero it anyway",
+                                             path_, *sig));
+}
+
+// Refuses before any I/O a range the filesystem has no room for, rather than filling it and
+// failing part-way. What the range needs is its length less what is already allocated in it
+// (on a copy-on-write filesystem all of it: an overwrite lands in new blocks); what there is,
+// f_bfree for root (the filesystem's reserve is root's to use) and f_bavail for others.
+std::optional<error_info> runner::check_free_space(const capabilities& caps) {
+    struct ::statfs sfs {};
+    if (::fstatfs(fd_, &sfs) != 0) {
+        return make_error("statfs", path_, errno);
+    }
+    const auto block = static_cast<std::uint64_t>(sfs.f_frsize != 0 ? sfs.f_frsize : sfs.f_bsize);
+    if (sfs.f_blocks == 0 || block == 0) {
+        return std::nullopt;  // no accounting (some FUSE and pseudo filesystems): nothing to check
+    }
+    const std::uint64_t first = offset_ / block * block;
+    const std::uint64_t last = (offset_ + length_ + block - 1) / block * block;
+    std::uint64_t needed = last - first;
+    const bool cow = caps.fs && caps.fs->cow;
+    if (!cow && caps.size_bytes > first) {
+        extent::walker walk(fd_, path_, first, last - first, extent_batch, false);
+        std::vector<extent::extent> batch;
+        std::uint64_t mapped = 0;
+        bool known = true;
+        while (true) {
+            auto more = walk.next(batch);
+            if (!more) {
+                known = false;  // no FIEMAP: count the file's blocks instead, an upper bound
+                struct ::stat st {};
+                if (::fstat(fd_, &st) == 0) {
+                    mapped = std::min<std::uint64_t>(needed, static_cast<std::uint64_t>(st.st_blocks) * 512);
+                }
+                break;
+            }
+            if (!*more) {
+                break;
+            }
+            for (const auto& e : batch) {
+                if (e.type != extent::kind::hole) {
+                    mapped += e.length;
+                }
+            }
+        }
+        needed -= std::min(needed, mapped);
+        if (!known) {
+            decide(fmt::format("space: no extent map here; {} bytes of the file's blocks counted as already "
+                               "allocated",
+                               mapped));
+        }
+    }
+    const bool root = ::geteuid() == 0;
+    const std::uint64_t avail = static_cast<std::uint64_t>(root ? sfs.f_bfree : sfs.f_bavail) * block;
+    const std::uint64_t reserve = static_cast<std::uint64_t>(sfs.f_bfree - sfs.f_bavail) * block;
+    if (needed <= avail) {
+        decide(fmt::format("space: the range needs {} bytes of new blocks, {} are free", needed, avail));
+        return std::nullopt;
+    }
+    return make_error_msg(ENOSPC, fmt::format("zero {} [offset {}, length {}]: needs {} bytes of new space, the "
+                                              "filesystem has {} free{}: No space left on device",
+                                              path_, offset_, length_, needed, avail,
+                                              root ? fmt::format(" (reserve for root included: {})", reserve)
+                                                   : fmt::format(" (less {} reserved for root)", reserve)));
+}
+
+// After a failure, a file this run made longer is cut back to its length before the run,
+// releasing what the run allocated past it.
+void runner::cut_back(std::uint64_t size_before) {
+    struct ::stat st {};
+    if (::fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= size_before) {
+        return;
+    }
+    if (::ftruncate(fd_, static_cast<off_t>(size_before)) != 0) {
+        rep_.cleanup = fmt::format("could not cut {} back to its {} bytes: {}", path_, size_before, errno_text(errno));
+        return;
+    }
+    rep_.cleanup = fmt::format("cut {} back to its {} bytes", path_, size_before);
 }
 
 }  // namespace
@@ -676,32 +785,71 @@ result<preallocate_report> preallocate(int fd, const std::string& path, std::uin
 
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial) {
-    struct ::stat st {};
-    const bool exists = ::stat(path.c_str(), &st) == 0;
-    int flags = O_CLOEXEC | (options.dry_run ? O_RDONLY : O_RDWR);
-    if (exists && S_ISBLK(st.st_mode)) {
-        // Exclusive: refuses a mounted device or one another process holds (blkdiscard does
-        // the same); kept open for the whole run.
-        flags |= O_EXCL;
-    } else if (exists && S_ISDIR(st.st_mode)) {
-        return make_error_msg(EISDIR, fmt::format("zero {}: Is a directory", path));
-    } else if (exists && !S_ISREG(st.st_mode)) {
-        return make_error_msg(EINVAL, fmt::format("zero {}: not a regular file or block device", path));
-    } else if (!exists && !options.dry_run) {
-        flags |= O_CREAT;
+    // Opened once and decided on the descriptor (probe/target.hpp): a block device is
+    // claimed exclusively on the inode that was checked, a missing name is created with
+    // O_EXCL, and nothing is ever opened by the same name twice.
+    target::open_request req;
+    req.mode = target::access::write;
+    req.dry_run = options.dry_run;
+    auto t = target::open(path, req);
+    if (!t && t.error().code.value() == ENOENT) {
+        // A missing name is planned first and created only once the plan holds.
+        req.create = true;
+        req.dry_run = true;
+        t = target::open(path, req);
     }
-    unique_fd fd(::open(path.c_str(), flags, 0644));
-    if (!fd) {
-        const int err = errno;
-        if (err == EBUSY && exists && S_ISBLK(st.st_mode)) {
-            return make_error_msg(EBUSY, fmt::format("open {} exclusively: Device or resource busy (mounted, or "
-                                                     "held by another process)",
-                                                     path));
+    if (!t) {
+        return t.error();
+    }
+    if (t->would_create) {
+        // The plan of a new, empty file on that filesystem, probed on an unnamed O_TMPFILE in
+        // the same directory (never linked: it is gone when closed). A refusal found here (no
+        // room, a method that cannot work here without fallback) creates nothing; a dry run
+        // stops here.
+        unique_fd tmp(::openat(t->dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+        if (!tmp && !options.dry_run && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+            // No O_TMPFILE on this filesystem: no preview; the run below still removes the
+            // file it creates if it fails.
+        } else if (!tmp) {
+            return make_error_msg(errno, fmt::format("{} {}: the file does not exist, and an unnamed file to probe "
+                                                     "its filesystem could not be made: {}",
+                                                     options.dry_run ? "dry run" : "create", path,
+                                                     errno_text(errno)));
+        } else {
+            preallocate_options preview = options;
+            preview.dry_run = true;
+            preallocate_report rep;
+            auto r = preallocate(tmp.get(), path, offset, length, preview, &rep);
+            rep.decisions.insert(rep.decisions.begin(),
+                                 fmt::format("create: {} does not exist; {} (mode 0644 less the umask)", path,
+                                             options.dry_run ? "it would be created" : "creating it"));
+            if (!r || options.dry_run) {
+                if (partial != nullptr) {
+                    *partial = rep;
+                }
+                if (!r) {
+                    return r.error();
+                }
+                return rep;
+            }
         }
-        return make_error("open", path, err);
+        req.dry_run = false;
+        t = target::open(path, req);
+        if (!t) {
+            return t.error();
+        }
     }
-    auto r = preallocate(fd.get(), path, offset, length, options, partial);
-    if (const int c = fd.close(); c != 0 && r) {
+    auto r = preallocate(t->fd.get(), path, offset, length, options, partial);
+    if (!r && t->created) {
+        // A file this run created is removed on any failure: it leaves nothing behind.
+        const int rc = target::remove_created(*t);
+        if (partial != nullptr) {
+            partial->cleanup = rc == 0 ? fmt::format("removed {}, which this run had created", path)
+                                       : fmt::format("could not remove {}, which this run had created: {}", path,
+                                                     errno_text(-rc));
+        }
+    }
+    if (const int c = t->fd.close(); c != 0 && r) {
         return make_error("close", path, -c);
     }
     return r;
@@ -718,12 +866,14 @@ struct opened_target {
     capabilities caps;
 };
 
-// Opens PATH read-only with its record; a length of 0 becomes "to the end".
+// Opens PATH read-only with its record; a length of 0 becomes "to the end". Decided on the
+// descriptor: a FIFO or other non-file is refused, never opened (it would block).
 result<opened_target> open_target(const std::string& path, std::uint64_t offset, std::uint64_t& length) {
-    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) {
-        return make_error("open", path, errno);
+    auto t = target::open(path, target::open_request{});
+    if (!t) {
+        return t.error();
     }
+    unique_fd fd = std::move(t->fd);
     auto caps = stat(fd.get(), path);
     if (!caps) {
         return caps.error();

@@ -38,6 +38,7 @@ std::string to_json(const preallocate_report& r, int indent) {
         steps.push_back(std::move(o));
     }
     j["operations"] = steps;
+    j["cleanup"] = r.cleanup.empty() ? json(nullptr) : json(r.cleanup);
     return j.dump(indent);
 }
 

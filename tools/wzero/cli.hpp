@@ -25,6 +25,7 @@ struct alloc_args {
     std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
     std::string passthrough = "auto";
     bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
+    bool force = false;  // zero a device with a filesystem signature
     unsigned queue_depth = 0;  // 0: automatic
     std::string map_path, map_offset = "0", map_length;
     bool map_json = false;
@@ -45,6 +46,7 @@ struct bench_args {
     std::uint64_t ops = 0;
     double seconds = 0;
     bool random = false, unsafe = false, json = false;
+    bool force = false;  // write to a device with a filesystem signature
 };
 void add_bench_commands(CLI::App& app, bench_args& args);
 int run_bench_write(const bench_args& args);

@@ -146,6 +146,7 @@ void add_alloc_commands(CLI::App& app, alloc_args& a) {
     cmd->add_option("--in-place", a.in_place, "Re-zero written extents through NVMe: auto, never, require")
         ->check(CLI::IsMember({"auto", "never", "require"}));
     cmd->add_flag("--dry-run", a.dry_run, "Print the plan, touch nothing");
+    cmd->add_flag("-f,--force", a.force, "Zero a block device that holds a filesystem or partition table");
     cmd->add_option("--verify", a.verify, "none, extents (default) or data (read back)")
         ->expected(0, 1)
         ->default_str("extents")
@@ -202,6 +203,7 @@ int run_alloc(const alloc_args& a) {
                  : a.verify == "data" ? wz::verify_mode::data
                                       : wz::verify_mode::extents;
     opt.dry_run = a.dry_run;
+    opt.force = a.force;
     opt.queue_depth = a.queue_depth;
     opt.passthrough = a.passthrough == "uring_cmd" ? wz::passthrough_mode::uring_cmd
                       : a.passthrough == "ioctl"   ? wz::passthrough_mode::ioctl
@@ -238,6 +240,9 @@ int run_alloc(const alloc_args& a) {
             print_error(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] "
                                     "is untouched",
                                     a.path, partial.bytes_done, length, offset, length));
+        }
+        if (!partial.cleanup.empty()) {
+            print_error(fmt::format("{}: {}", a.path, partial.cleanup));
         }
         return status_for(e);
     }

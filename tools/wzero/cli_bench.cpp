@@ -46,6 +46,7 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
     w->add_option("-o,--offset", a.offset, "Start of the range");
     w->add_option("-l,--length", a.length, "Length of the range (default: to the end)");
     w->add_flag("--unsafe-through", a.unsafe, "Allow --mode through on a write-back cache");
+    w->add_flag("-f,--force", a.force, "Write to a block device that holds a filesystem or partition table");
     w->add_flag("-J,--json", a.json, "Print JSON");
     w->add_option("path", a.path, "Preallocated file or block device")->required();
 }
@@ -209,6 +210,7 @@ int run_bench_write(const bench_args& a) {
                : a.mode == "dsync" ? wz::durability_mode::dsync
                                    : wz::durability_mode::automatic;
     opt.allow_unsafe_through = a.unsafe;
+    opt.force = a.force;
     opt.completion.mode = a.completion == "poll"       ? wz::completion_mode::poll
                           : a.completion == "adaptive" ? wz::completion_mode::adaptive
                                                        : wz::completion_mode::interrupt;

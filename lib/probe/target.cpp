@@ -1,0 +1,300 @@
+// Opening what the user named, once (see target.hpp).
+
+#include "probe/target.hpp"
+
+#include "probe/fs.hpp"
+#include "util/errors.hpp"
+
+#include <blkid/blkid.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <libmount.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <fstream>
+#include <memory>
+#include <string_view>
+
+namespace wz::target {
+
+namespace {
+
+std::string type_name(mode_t mode) {
+    switch (mode & S_IFMT) {
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    case S_IFDIR: return "a directory";
+    default: return "not a regular file or block device";
+    }
+}
+
+std::string self_fd(int fd) { return fmt::format("/proc/self/fd/{}", fd); }
+
+// Filesystems where a new regular file is never what the user meant: a mistyped device name
+// under /dev would otherwise become a file in RAM that every later step happily zeroes
+// (`wzero alloc -l 1M /dev/mapper/typo`).
+bool pseudo_fs(std::string_view fstype, long magic) {
+    static constexpr std::array<std::string_view, 14> names = {
+        "devtmpfs", "proc",   "sysfs", "cgroup", "cgroup2", "debugfs",  "tracefs",
+        "securityfs", "configfs", "bpf", "pstore", "efivarfs", "devpts", "mqueue"};
+    for (auto n : names) {
+        if (fstype == n) {
+            return true;
+        }
+    }
+    return magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC || magic == DEVPTS_SUPER_MAGIC;
+}
+
+// Refusals that a write would meet anyway, said before anything is opened for writing, so
+// that a dry run tells the truth too.
+std::optional<error_info> check_writable(int pfd, const std::string& path, const struct ::stat& st) {
+    struct ::statx stx {};
+    if (::statx(pfd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0) {
+        if ((stx.stx_attributes_mask & STATX_ATTR_IMMUTABLE) != 0 && (stx.stx_attributes & STATX_ATTR_IMMUTABLE) != 0) {
+            return make_error_msg(EPERM, fmt::format("open {} for writing: the file is immutable (chattr +i)", path));
+        }
+        if ((stx.stx_attributes_mask & STATX_ATTR_APPEND) != 0 && (stx.stx_attributes & STATX_ATTR_APPEND) != 0) {
+            return make_error_msg(EPERM, fmt::format("open {} for writing: the file is append-only (chattr +a)", path));
+        }
+    }
+    if (S_ISBLK(st.st_mode)) {
+        std::ifstream ro(fmt::format("/sys/dev/block/{}:{}/ro", major(st.st_rdev), minor(st.st_rdev)));
+        int v = 0;
+        if (ro >> v && v != 0) {
+            return make_error_msg(EROFS, fmt::format("open {} for writing: the block device is read-only", path));
+        }
+        return std::nullopt;
+    }
+    struct ::statvfs vfs {};
+    if (::fstatvfs(pfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
+        return make_error_msg(EROFS, fmt::format("open {} for writing: the filesystem is mounted read-only", path));
+    }
+    return std::nullopt;
+}
+
+result<opened> create(const std::string& path, const open_request& req) {
+    const auto slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (name.empty() || name == "." || name == "..") {
+        return make_error("open", path, ENOENT);
+    }
+    opened t;
+    t.dir.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!t.dir) {
+        return make_error("open", path, errno == ENOTDIR ? ENOTDIR : ENOENT);
+    }
+    if (::fstat(t.dir.get(), &t.st) != 0) {
+        return make_error("fstat the directory of", path, errno);
+    }
+    struct ::statfs sfs {};
+    const long magic = ::fstatfs(t.dir.get(), &sfs) == 0 ? static_cast<long>(sfs.f_type) : 0;
+    if (auto m = fsprobe::find_mount(dir, t.st.st_dev)) {
+        t.fstype = m->fstype;
+    }
+    if (pseudo_fs(t.fstype, magic)) {
+        return make_error_msg(EINVAL, fmt::format("create {}: refusing to create a file on {} (no such device or "
+                                                  "file; a mistyped device name?)",
+                                                  path, t.fstype.empty() ? "a pseudo filesystem" : t.fstype));
+    }
+    t.name = std::move(name);
+    if (req.dry_run) {
+        struct ::statvfs vfs {};
+        if (::fstatvfs(t.dir.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
+            return make_error_msg(EROFS, fmt::format("create {}: the filesystem is mounted read-only", path));
+        }
+        if (::faccessat(t.dir.get(), ".", W_OK | X_OK, AT_EACCESS) != 0) {
+            return make_error("create", path, errno);
+        }
+        t.would_create = true;
+        return t;
+    }
+    // O_EXCL: a name that appeared since (a file, or a symlink planted there) is not ours.
+    t.fd.reset(::openat(t.dir.get(), t.name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        req.create_mode));
+    if (!t.fd) {
+        return make_error("create", path, errno);
+    }
+    if (::fstat(t.fd.get(), &t.st) != 0) {
+        const int err = errno;
+        (void)::unlinkat(t.dir.get(), t.name.c_str(), 0);  // wz: ignored-error (best-effort undo)
+        return make_error("fstat", path, err);
+    }
+    t.created = true;
+    return t;
+}
+
+}  // namespace
+
+result<opened> open(const std::string& path, const open_request& req) {
+    if (path.empty()) {
+        return make_error_msg(ENOENT, "open '': No such file or directory");
+    }
+    // A name that vanishes or appears between the O_PATH open and the create is looked at
+    // again, a few times: each round still opens only what it has checked.
+    for (int round = 0; round < 3; ++round) {
+        unique_fd pfd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+        if (!pfd) {
+            const int err = errno;
+            if (err == ENOENT && req.create) {
+                auto c = create(path, req);
+                if (!c && c.error().code.value() == EEXIST) {
+                    continue;
+                }
+                return c;
+            }
+            return make_error("open", path, err);
+        }
+        struct ::stat st {};
+        if (::fstat(pfd.get(), &st) != 0) {
+            return make_error("fstat", path, errno);
+        }
+        if (S_ISDIR(st.st_mode)) {
+            return make_error("open", path, EISDIR);
+        }
+        if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+            return make_error_msg(EINVAL, fmt::format("open {}: {}, not a regular file or block device", path,
+                                                      type_name(st.st_mode)));
+        }
+        const bool write = req.mode == access::write;
+        if (write) {
+            if (auto e = check_writable(pfd.get(), path, st)) {
+                return *e;
+            }
+        }
+        int flags = O_CLOEXEC | O_NOCTTY | (write && !req.dry_run ? O_RDWR : O_RDONLY);
+        if (write && S_ISBLK(st.st_mode)) {
+            // Claimed on this inode, also in a dry run (which then says it would fail).
+            flags |= O_EXCL;
+        }
+        opened t;
+        t.fd.reset(::open(self_fd(pfd.get()).c_str(), flags));
+        if (!t.fd) {
+            const int err = errno;
+            if (err == EBUSY && S_ISBLK(st.st_mode)) {
+                const std::string at = mounted_at(st.st_rdev);
+                return make_error_msg(EBUSY, fmt::format("open {} exclusively: Device or resource busy ({})", path,
+                                                         at.empty() ? "mounted, or held by another process"
+                                                                    : "mounted at " + at));
+            }
+            return make_error(write && !req.dry_run ? "open for writing" : "open", path, err);
+        }
+        if (::fstat(t.fd.get(), &t.st) != 0) {
+            return make_error("fstat", path, errno);
+        }
+        if (t.st.st_dev != st.st_dev || t.st.st_ino != st.st_ino || t.st.st_rdev != st.st_rdev) {
+            return make_error_msg(ESTALE, fmt::format("open {}: reopening the checked inode gave another file", path));
+        }
+        return t;
+    }
+    struct ::stat lst {};
+    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        return make_error_msg(ENOENT, fmt::format("open {}: a symbolic link to a file that does not exist (not "
+                                                  "followed to create one)",
+                                                  path));
+    }
+    return make_error_msg(EAGAIN, fmt::format("open {}: the name keeps changing (created and removed by "
+                                              "someone else)",
+                                              path));
+}
+
+int remove_created(const opened& t) {
+    if (!t.created || !t.dir) {
+        return 0;
+    }
+    struct ::stat now {};
+    if (::fstatat(t.dir.get(), t.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) {
+        return -errno;
+    }
+    if (now.st_dev != t.st.st_dev || now.st_ino != t.st.st_ino) {
+        return -ESTALE;  // the name is someone else's file now: leave it
+    }
+    if (::unlinkat(t.dir.get(), t.name.c_str(), 0) != 0) {
+        return -errno;
+    }
+    return 0;
+}
+
+result<std::string> device_signature(int fd, const std::string& path) {
+    std::unique_ptr<std::remove_pointer_t<blkid_probe>, decltype(&blkid_free_probe)> pr(blkid_new_probe(),
+                                                                                        blkid_free_probe);
+    if (!pr) {
+        return make_error_msg(ENOMEM, fmt::format("probe {} for signatures: out of memory", path));
+    }
+    if (blkid_probe_set_device(pr.get(), fd, 0, 0) != 0) {
+        return make_error("probe for signatures", path, errno != 0 ? errno : EIO);
+    }
+    blkid_probe_enable_superblocks(pr.get(), 1);
+    blkid_probe_set_superblocks_flags(pr.get(), BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
+    blkid_probe_enable_partitions(pr.get(), 1);
+    blkid_probe_set_partitions_flags(pr.get(), BLKID_PARTS_MAGIC);
+    const int rc = blkid_do_fullprobe(pr.get());
+    if (rc == 1) {
+        return std::string();
+    }
+    if (rc == -2) {
+        return std::string("ambivalent signatures (more than one filesystem type)");
+    }
+    if (rc < 0) {
+        return make_error("probe for signatures", path, errno != 0 ? errno : EIO);
+    }
+    const char* type = nullptr;
+    const char* usage = nullptr;
+    if (blkid_probe_lookup_value(pr.get(), "TYPE", &type, nullptr) == 0 && type != nullptr) {
+        if (blkid_probe_lookup_value(pr.get(), "USAGE", &usage, nullptr) != 0 || usage == nullptr) {
+            usage = "filesystem";
+        }
+        return fmt::format("{} {} signature", type, usage);
+    }
+    if (blkid_probe_lookup_value(pr.get(), "PTTYPE", &type, nullptr) == 0 && type != nullptr) {
+        return fmt::format("{} partition table", type);
+    }
+    return std::string("an unnamed signature");
+}
+
+std::string mounted_at(dev_t rdev) {
+    std::unique_ptr<libmnt_table, decltype(&mnt_free_table)> tb(mnt_new_table(), mnt_free_table);
+    if (!tb || mnt_table_parse_file(tb.get(), "/proc/self/mountinfo") != 0) {
+        return {};
+    }
+    auto find = [&](dev_t d) -> std::string {
+        libmnt_fs* fs = mnt_table_find_devno(tb.get(), d, MNT_ITER_BACKWARD);
+        const char* t = fs != nullptr ? mnt_fs_get_target(fs) : nullptr;
+        return t != nullptr ? std::string(t) : std::string();
+    };
+    if (auto at = find(rdev); !at.empty()) {
+        return at;
+    }
+    // A whole disk: its partitions are subdirectories of its sysfs node with a "partition" file.
+    const std::string node = fmt::format("/sys/dev/block/{}:{}", major(rdev), minor(rdev));
+    auto close_dir = [](DIR* dir) { (void)::closedir(dir); };  // wz: ignored-error (read-only walk)
+    std::unique_ptr<DIR, decltype(close_dir)> d(::opendir(node.c_str()), close_dir);
+    if (!d) {
+        return {};
+    }
+    while (const dirent* e = ::readdir(d.get())) {
+        const std::string part = node + "/" + e->d_name;
+        unsigned maj = 0, min = 0;
+        char colon = 0;
+        std::ifstream dev(part + "/dev");
+        if (::access((part + "/partition").c_str(), F_OK) != 0 || !(dev >> maj >> colon >> min) || colon != ':') {
+            continue;
+        }
+        if (auto at = find(makedev(maj, min)); !at.empty()) {
+            return fmt::format("{}, partition /dev/{}", at, e->d_name);
+        }
+    }
+    return {};
+}
+
+}  // namespace wz::target

@@ -1,0 +1,64 @@
+#pragma once
+
+// Opening what the user named, once. Every entry point that takes a path (alloc, verify, map,
+// stat, the writer, bench write) resolves it to one inode with O_PATH, decides on fstat of
+// that descriptor, and reopens the same inode through /proc/self/fd: never by name twice, so
+// swapping the name for a symlink to another device between the check and the open
+// (renameat2 RENAME_EXCHANGE) cannot redirect a write (issue 8, item 1). A block device
+// opened for writing is claimed exclusively (O_EXCL) on that same inode; that refuses a
+// mounted device, a whole disk with a mounted partition, and one another process holds.
+
+#include "util/unique_fd.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <string>
+
+namespace wz::target {
+
+enum class access { read, write };
+
+struct open_request {
+    access mode = access::read;
+    // Create a regular file when the name does not exist (O_CREAT | O_EXCL: never through a
+    // symlink, and never on a pseudo filesystem such as devtmpfs, proc or sysfs).
+    bool create = false;
+    // With create: plan the creation but do not create (a dry run, or a check before
+    // creating); `fd` stays empty.
+    bool dry_run = false;
+    mode_t create_mode = 0644;  // masked by the umask, as open(2) and util-linux fallocate
+};
+
+struct opened {
+    unique_fd fd;             // the descriptor to use (empty for a file a dry run would create)
+    struct ::stat st {};      // fstat of `fd` (of the parent directory when it would be created)
+    bool created = false;     // this call created the file
+    bool would_create = false;  // dry run: the file does not exist and would be created
+    unique_fd dir;            // O_PATH descriptor of the parent directory (create only)
+    std::string name;         // the file's name in `dir`
+    std::string fstype;       // filesystem type from mountinfo (create only)
+};
+
+// Opens PATH as asked. Errors name the path and the reason: EISDIR for a directory, EINVAL
+// for anything that is not a regular file or block device (a FIFO is never opened, so it
+// cannot block), EBUSY for a block device that cannot be claimed exclusively, EROFS,
+// EPERM (immutable or append-only), EACCES and the like from open(2).
+result<opened> open(const std::string& path, const open_request& request);
+
+// Removes a file that open() created, if the name still refers to the same inode.
+// Returns 0 or -errno.
+int remove_created(const opened& target);
+
+// A filesystem signature or partition table on an open block device, probed with libblkid
+// as blkdiscard(8) does: an empty string when there is none, else e.g. "ext4 file system"
+// or "gpt partition table".
+result<std::string> device_signature(int fd, const std::string& path);
+
+// Is this block device (or, for a whole disk, any of its partitions) mounted? The mount
+// point of the first one found, or an empty string.
+std::string mounted_at(dev_t rdev);
+
+}  // namespace wz::target
