@@ -165,6 +165,28 @@ void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t
     emit(op_kind::write_buffered, mid_end, end, reason + " (tail not aligned for O_DIRECT)");
 }
 
+edge_split split_range_edges(std::uint64_t offset, std::uint64_t length, std::uint32_t page_bytes) {
+    edge_split s;
+    const std::uint64_t end = offset + length;
+    s.mid_start = std::min(round_up(offset, page_bytes), end);
+    s.mid_end = std::max(round_down(end, page_bytes), s.mid_start);
+    auto edge = [](std::uint64_t from, std::uint64_t to, const char* where, std::vector<operation>& out) {
+        if (from < to) {
+            operation op;
+            op.kind = op_kind::write_buffered;
+            op.offset = from;
+            op.length = to - from;
+            op.reason = fmt::format("partial page at the {}: through the page cache (the page also holds bytes "
+                                    "outside the range)",
+                                    where);
+            out.push_back(std::move(op));
+        }
+    };
+    edge(offset, s.mid_start, "head", s.head);
+    edge(s.mid_end, end, "tail", s.tail);
+    return s;
+}
+
 result<plan_result> plan_block_device(const capabilities& caps, const request& req) {
     plan_result r;
     if (req.offset + req.length > caps.size_bytes || req.offset + req.length < req.offset) {
@@ -174,21 +196,15 @@ result<plan_result> plan_block_device(const capabilities& caps, const request& r
     }
     const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0 ? caps.device->logical_block_size
                                                                                  : 512;
-    const std::uint64_t mid_start = std::min(round_up(req.offset, lbs), req.offset + req.length);
-    const std::uint64_t mid_end = std::max(round_down(req.offset + req.length, lbs), mid_start);
+    // The device's own page cache may hold another process's dirty page at either end of
+    // the range: partial pages (and sub-block edges, where a logical block is larger than a
+    // page) only through the cache, device commands and O_DIRECT on the whole-page middle.
+    const edge_split split = split_range_edges(req.offset, req.length, std::max(lbs, req.page_bytes));
+    const std::uint64_t mid_start = split.mid_start;
+    const std::uint64_t mid_end = split.mid_end;
     auto edges = [&](std::vector<operation>& ops) {
-        // Sub-block edges can only be written (through the page cache).
-        std::vector<operation> head, tail;
-        split_write_range(req.offset, mid_start - req.offset, 0, "partial logical block", head);
-        split_write_range(mid_end, req.offset + req.length - mid_end, 0, "partial logical block", tail);
-        for (auto& h : head) {
-            h.reason = "partial logical block at the head";
-        }
-        for (auto& t : tail) {
-            t.reason = "partial logical block at the tail";
-        }
-        ops.insert(ops.begin(), head.begin(), head.end());
-        ops.insert(ops.end(), tail.begin(), tail.end());
+        ops.insert(ops.begin(), split.head.begin(), split.head.end());
+        ops.insert(ops.end(), split.tail.begin(), split.tail.end());
     };
 
     std::vector<method_choice> order;
@@ -244,7 +260,8 @@ result<plan_result> plan_block_device(const capabilities& caps, const request& r
             edges(r.operations);
             return r;
         case method_choice::write:
-            split_write_range(req.offset, req.length, lbs, "data writes of zeroes", r.operations);
+            split_write_range(mid_start, mid_end - mid_start, lbs, "data writes of zeroes", r.operations);
+            edges(r.operations);
             return r;
         case method_choice::automatic: break;
         }
@@ -303,14 +320,29 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
     nvme_geometry g = geometry_from(caps);
     g.deac = usable(caps, zero_method::nvme_deac);
     const std::uint32_t align = dio_align(caps);
+    // Partial pages at the ends: through the page cache, whatever the extents (see
+    // split_range_edges); the extents are planned over the whole-page middle only.
+    const edge_split split = split_range_edges(req.offset, req.length, req.page_bytes);
+    r.operations = split.head;
     std::uint64_t expect = req.offset;
-    for (const auto& e : extents) {
-        if (e.offset != expect) {
+    for (const auto& whole : extents) {
+        if (whole.offset != expect) {
             return make_error_msg(EINVAL, fmt::format("plan {}: extent map does not cover [offset {}, length {}] "
                                                       "(gap at {})",
                                                       caps.path, req.offset, req.length, expect));
         }
-        expect = e.offset + e.length;
+        expect = whole.offset + whole.length;
+        const std::uint64_t from = std::max(whole.offset, split.mid_start);
+        const std::uint64_t to = std::min(whole.offset + whole.length, split.mid_end);
+        if (from >= to) {
+            continue;  // inside an edge page
+        }
+        extent::extent e = whole;
+        e.offset = from;
+        e.length = to - from;
+        if (e.physical) {
+            *e.physical += from - whole.offset;
+        }
         const bool written = e.type == extent::kind::written && e.physical;
         if (written && nvme_allowed) {
             // The extent's LBA-aligned middle in place; a clipped, unaligned edge by writes.
@@ -352,6 +384,7 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
         return make_error_msg(EINVAL, fmt::format("plan {}: extent map ends at {}, range ends at {}", caps.path, expect,
                                                   req.offset + req.length));
     }
+    r.operations.insert(r.operations.end(), split.tail.begin(), split.tail.end());
     merge_writes(r.operations);
     return r;
 }

@@ -50,6 +50,11 @@ struct request {
     method_choice method = method_choice::automatic;
     bool fallback = true;
     in_place_policy in_place = in_place_policy::automatic;
+    // The page cache's page size (sysconf(_SC_PAGESIZE), passed in to keep the planner pure).
+    // A partial page at either end of the range also holds bytes outside it, which another
+    // process may be writing through the page cache: such a page is only ever written through
+    // the cache, never by O_DIRECT or a device command (see split_range_edges).
+    std::uint32_t page_bytes = 4096;
 };
 
 // Device limits for NVMe Write Zeroes commands.
@@ -76,6 +81,21 @@ void split_nvme_range(const nvme_geometry& g, std::uint64_t slba, std::uint64_t 
 // unaligned head and tail buffered. align == 0: everything buffered.
 void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t align, const std::string& reason,
                        std::vector<operation>& out);
+
+// The page-aligned middle of a range and the buffered writes of its partial edge pages.
+// O_DIRECT into a page that holds a neighbour's dirty bytes makes the kernel fail to drop
+// that page after the write ("Page cache invalidation failure on direct I/O", Linux 6.18
+// ext4/xfs, fstests generic/004) and set EIO on the whole file for every process; a device
+// command (NVMe, BLKZEROOUT) under such a page can be undone when the neighbour's page, read
+// before the zeroing landed, is written back after it. So the partial pages are zeroed through the page cache, where
+// the neighbour's writes and ours meet in one page, and only [mid_start, mid_end) goes to
+// O_DIRECT or the device. page_bytes 0 or 1: no edges.
+struct edge_split {
+    std::uint64_t mid_start = 0;
+    std::uint64_t mid_end = 0;  // mid_start == mid_end: no whole page in the range
+    std::vector<operation> head, tail;  // write_buffered, empty when already aligned
+};
+edge_split split_range_edges(std::uint64_t offset, std::uint64_t length, std::uint32_t page_bytes);
 
 struct plan_result {
     std::vector<operation> operations;

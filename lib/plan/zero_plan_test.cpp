@@ -355,6 +355,140 @@ TEST(PlanBlock, PassthroughFirstThenChain) {
     EXPECT_EQ(p->operations.front().kind, op_kind::write_buffered);
 }
 
+// Regression (issue 8, item 3): a partial page at either end of the range also holds bytes
+// outside it, which another process may be writing through the page cache. O_DIRECT into
+// such a page left it stale in the cache ("Page cache invalidation failure on direct I/O",
+// EIO to every process with the file open); a device command under it is undone when the
+// neighbour's page is written back. Whatever the target and method: the operations cover
+// exactly the range, in order; every page that O_DIRECT or the device writes lies wholly
+// inside the range; the partial edge pages are buffered writes; and everything between
+// them (the whole pages) still goes direct or to the device.
+enum class edge_target { file_writes, file_in_place, block_writes, block_zeroout, block_nvme };
+
+struct edge_row {
+    const char* name;
+    edge_target target;
+    std::uint64_t offset, length;
+    std::uint32_t page_bytes;
+};
+
+const edge_row edge_rows[] = {
+    {"file_unaligned", edge_target::file_writes, 66536, 133072, 4096},
+    {"file_dio_aligned_in_a_page", edge_target::file_writes, 66048, 133120, 4096},
+    {"file_inside_one_page", edge_target::file_writes, 100, 200, 4096},
+    {"file_two_partial_pages", edge_target::file_writes, 3000, 2000, 4096},
+    {"file_page_aligned", edge_target::file_writes, 8192, 65536, 4096},
+    {"file_aligned_head_unaligned_tail", edge_target::file_writes, 0, 10000, 4096},
+    {"file_64k_pages", edge_target::file_writes, 70000, 300000, 65536},
+    {"file_in_place_unaligned", edge_target::file_in_place, 66536, 133072, 4096},
+    {"file_in_place_dio_aligned", edge_target::file_in_place, 66048, 133120, 4096},
+    {"block_writes_unaligned", edge_target::block_writes, 66536, 133072, 4096},
+    {"block_writes_lba_aligned_in_a_page", edge_target::block_writes, 66048, 133120, 4096},
+    {"block_zeroout_unaligned", edge_target::block_zeroout, 66536, 133072, 4096},
+    {"block_zeroout_lba_aligned_in_a_page", edge_target::block_zeroout, 66048, 133120, 4096},
+    {"block_zeroout_inside_one_page", edge_target::block_zeroout, 100, 1000, 4096},
+    {"block_nvme_unaligned", edge_target::block_nvme, 66536, 133072, 4096},
+    {"block_nvme_lba_aligned_in_a_page", edge_target::block_nvme, 66048, 133120, 4096},
+    {"block_nvme_64k_pages", edge_target::block_nvme, 70000, 300000, 65536},
+};
+
+class EdgePages : public ::testing::TestWithParam<edge_row> {};
+
+void PrintTo(const edge_row& row, std::ostream* os) { *os << row.name; }
+
+std::uint64_t down(std::uint64_t v, std::uint64_t a) { return v / a * a; }
+std::uint64_t up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+TEST_P(EdgePages, DirectOnlyOnWholePagesEdgesBuffered) {
+    const edge_row& row = GetParam();
+    const std::uint64_t end = row.offset + row.length;
+    request req{row.offset, row.length};
+    req.page_bytes = row.page_bytes;
+    auto c = nvme_file(0x09);
+    auto plan = [&]() -> result<plan_result> {
+        if (row.target == edge_target::file_writes || row.target == edge_target::file_in_place) {
+            const bool in_place = row.target == edge_target::file_in_place;
+            req.in_place = in_place ? in_place_policy::automatic : in_place_policy::never;
+            const std::vector<extent::extent> es = {ext(row.offset, row.length,
+                                                        in_place ? kind::written : kind::unwritten,
+                                                        (8 << 20) + row.offset)};
+            return plan_file_extents(c, req, es);
+        }
+        c.file_type = "block";
+        c.fs.reset();
+        c.device->partition = false;
+        c.device->partition_start_bytes = 0;
+        c.size_bytes = 1 << 30;
+        assess(c, assess_inputs{kernel_version{7, 2}, true});
+        req.method = row.target == edge_target::block_writes    ? method_choice::write
+                     : row.target == edge_target::block_zeroout ? method_choice::zeroout
+                                                                : method_choice::nvme;
+        req.fallback = false;
+        return plan_block_device(c, req);
+    };
+    auto p = plan();
+    ASSERT_TRUE(p) << p.error().message;
+    ASSERT_FALSE(p->operations.empty());
+    std::uint64_t at = row.offset;
+    std::uint64_t direct_bytes = 0;
+    for (const auto& op : p->operations) {
+        EXPECT_EQ(op.offset, at) << "operations must cover the range in order, nothing outside it";
+        at = op.offset + op.length;
+        if (op.kind == op_kind::write_buffered) {
+            continue;
+        }
+        direct_bytes += op.length;
+        EXPECT_GE(down(op.offset, row.page_bytes), row.offset)
+            << to_string(op.kind) << " at " << op.offset << " writes a page that starts before the range";
+        EXPECT_LE(up(op.offset + op.length, row.page_bytes), end)
+            << to_string(op.kind) << " ending at " << op.offset + op.length
+            << " writes a page that ends after the range";
+    }
+    EXPECT_EQ(at, end);
+    if (row.offset % row.page_bytes != 0) {
+        EXPECT_EQ(p->operations.front().kind, op_kind::write_buffered);
+    }
+    if (end % row.page_bytes != 0) {
+        EXPECT_EQ(p->operations.back().kind, op_kind::write_buffered);
+    }
+    const std::uint64_t mid_start = std::min(up(row.offset, row.page_bytes), end);
+    const std::uint64_t mid_end = std::max(down(end, row.page_bytes), mid_start);
+    EXPECT_EQ(direct_bytes, mid_end - mid_start) << "the whole pages should not be buffered";
+}
+
+INSTANTIATE_TEST_SUITE_P(rows, EdgePages, ::testing::ValuesIn(edge_rows),
+                         [](const ::testing::TestParamInfo<edge_row>& row_info) { return std::string(row_info.param.name); });
+
+TEST(SplitEdges, PartialPagesOnly) {
+    auto s = split_range_edges(66536, 133072, 4096);
+    EXPECT_EQ(s.mid_start, 69632U);
+    EXPECT_EQ(s.mid_end, 196608U);
+    ASSERT_EQ(s.head.size(), 1U);
+    EXPECT_EQ(s.head[0].kind, op_kind::write_buffered);
+    EXPECT_EQ(s.head[0].offset, 66536U);
+    EXPECT_EQ(s.head[0].length, 69632U - 66536);
+    ASSERT_EQ(s.tail.size(), 1U);
+    EXPECT_EQ(s.tail[0].offset, 196608U);
+    EXPECT_EQ(s.tail[0].length, 66536U + 133072 - 196608);
+
+    s = split_range_edges(8192, 8192, 4096);  // aligned: no edge at all
+    EXPECT_TRUE(s.head.empty());
+    EXPECT_TRUE(s.tail.empty());
+    EXPECT_EQ(s.mid_start, 8192U);
+    EXPECT_EQ(s.mid_end, 16384U);
+
+    s = split_range_edges(100, 200, 4096);  // inside one page: all of it is the head
+    EXPECT_EQ(s.mid_start, s.mid_end);
+    ASSERT_EQ(s.head.size(), 1U);
+    EXPECT_EQ(s.head[0].length, 200U);
+    EXPECT_TRUE(s.tail.empty());
+
+    s = split_range_edges(100, 200, 0);  // no page size: no edges
+    EXPECT_TRUE(s.head.empty());
+    EXPECT_EQ(s.mid_start, 100U);
+    EXPECT_EQ(s.mid_end, 300U);
+}
+
 TEST(Geometry, LimitsFromTheRecord) {
     auto c = nvme_file(0x09);
     auto g = geometry_from(c);

@@ -189,7 +189,9 @@ private:
     result<int> char_fd(const capabilities& caps);
     bool cancelled() const { return opt_.cancel != nullptr && opt_.cancel->load(); }
     plan::request request() const {
-        return {offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place)};
+        const long page = ::sysconf(_SC_PAGESIZE);
+        return {offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place),
+                page > 0 ? static_cast<std::uint32_t>(page) : 4096U};
     }
     void progress(std::uint64_t bytes) {
         rep_.bytes_done += bytes;
@@ -272,6 +274,16 @@ std::optional<error_info> runner::run_writes(const plan::operation& op) {
     rep_.bytes_done = before + out.bytes_done;
     if (!r) {
         return r.error();
+    }
+    if (!req.direct) {
+        // Buffered: the partial pages at the edges, which hold bytes of other writers too (or
+        // all of a range without O_DIRECT). Written back before the run reports, and a
+        // write-back error named with this range rather than found by the final fdatasync
+        // (which still sends the cache flush).
+        if (::sync_file_range(fd_, static_cast<off_t>(op.offset), static_cast<off_t>(op.length),
+                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+            return make_error_range("sync_file_range", path_, op.offset, op.length, errno);
+        }
     }
     return std::nullopt;
 }
