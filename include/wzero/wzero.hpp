@@ -82,6 +82,11 @@ struct fs_info {
     std::string mount_options;         // VFS and fs options, as in /proc/self/mountinfo
     bool cow = false;                  // data is copy-on-write for this file
     std::string cow_reason;
+    // Does fallocate(2) mode 0 allocate here? false: ext2, and ext3/ext4 files mapped by
+    // indirect blocks (no extents flag); nullopt: not known for this filesystem (tried, and a
+    // refusal with EOPNOTSUPP falls back to data writes, which allocate).
+    std::optional<bool> fallocate;
+    std::string fallocate_reason;
 };
 
 struct device_info {

@@ -548,18 +548,30 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
     }
 
     // Allocate first: extents that exist can be mapped, and the file has its final size.
-    plan::operation alloc{plan::op_kind::allocate, offset_, length_, 0, 0, false,
-                          "fallocate(0): allocate the range (unwritten extents)"};
-    if (!opt_.dry_run) {
+    // Where there is no fallocate (ext2), the range stays holes and the data writes allocate.
+    const plan::file_allocation how = plan::plan_file_allocation(caps, req);
+    plan::operation alloc{plan::op_kind::allocate, offset_, length_, 0, 0, false, how.reason};
+    if (!how.allocate) {
+        decide(how.reason);
+    } else if (!opt_.dry_run) {
         if (auto e = execute(caps, {alloc})) {
-            return e;
+            if (e->code.value() != EOPNOTSUPP) {
+                return e;
+            }
+            auto note = plan::allocation_refused(caps, req, e->message);
+            if (!note) {
+                return note.error();
+            }
+            decide(*note);
         }
+    } else {
+        step(alloc);
+    }
+    if (!opt_.dry_run) {
         // In-place zeroing must not race the page cache: dirty pages go out first.
         if (::fdatasync(fd_) != 0) {
             return make_error("fdatasync", path_, errno);
         }
-    } else {
-        step(alloc);
     }
 
     extent::walker walk(fd_, path_, offset_, length_, extent_batch, true);
