@@ -82,6 +82,11 @@ struct fs_info {
     std::string mount_options;         // VFS and fs options, as in /proc/self/mountinfo
     bool cow = false;                  // data is copy-on-write for this file
     std::string cow_reason;
+    // Does fallocate(2) mode 0 allocate here? false: ext2, and ext3/ext4 files mapped by
+    // indirect blocks (no extents flag); nullopt: not known for this filesystem (tried, and a
+    // refusal with EOPNOTSUPP falls back to data writes, which allocate).
+    std::optional<bool> fallocate;
+    std::string fallocate_reason;
 };
 
 struct device_info {
@@ -250,7 +255,9 @@ struct preallocate_report {
     std::map<zero_method, std::uint64_t> bytes_by_method;  // bytes zeroed by each method
     // Zeroed so far. On failure, how far it got: the operations that completed plus the
     // unbroken prefix of the one that failed (writes completing out of order after a gap
-    // are not counted), so nothing counted here is left unzeroed.
+    // are not counted), so nothing counted here is left unzeroed. When verification after the
+    // run finds part of the range gone (a hole, an unwritten extent, a file now shorter: another
+    // process truncated or punched it), only the prefix still proven.
     std::uint64_t bytes_done = 0;
     std::uint64_t device_commands = 0;  // NVMe commands, write syscalls/SQEs, fallocate/ioctl calls
     std::string passthrough_path;       // "uring_cmd" or "ioctl" when NVMe commands were sent
@@ -282,6 +289,9 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
 // Checks that [offset, offset + length) holds no hole or unwritten extent (verify_mode::extents)
 // and, with verify_mode::data, reads back as zeroes. The report's `verified` and
 // `verify_detail` say what was found; a failed check is an error naming the first bad spot.
+// A range ending past the end of the file or device is an error. Zeroes read back do not
+// prove a regular file's range by themselves (holes and unwritten extents read as zeroes):
+// without an extent map (tmpfs), `verified` stays unset, "not proven".
 result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                   verify_mode mode);
 

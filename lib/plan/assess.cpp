@@ -151,6 +151,9 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
         if (!caps.fs) {
             return unknown("filesystem unknown");
         }
+        if (caps.fs->fallocate == false) {
+            return no(caps.fs->fallocate_reason);
+        }
         if (caps.fs->type != "ext4") {
             return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for ext4 and "
                                   "block devices)",
@@ -283,6 +286,9 @@ void assess(capabilities& caps, const assess_inputs& in) {
             usable(zero_method::nvme_deac) || usable(zero_method::nvme)
                 ? "new extents are unwritten after fallocate: data writes convert them; NVMe Write Zeroes re-zeroes "
                   "already-written extents"
+                : caps.fs && caps.fs->fallocate == false
+                ? fmt::format("no offload is available for this file; {}: data writes allocate and zero the range",
+                              caps.fs->fallocate_reason)
                 : "no offload is available for this file";
         if (caps.fs && caps.fs->cow) {
             caps.recommended_reason += fmt::format(" ({} is copy-on-write: written extents gain nothing)", caps.fs->type);

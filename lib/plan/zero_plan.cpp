@@ -302,6 +302,27 @@ result<file_first_stage> plan_file_first_stage(const capabilities& caps, const r
     return s;
 }
 
+file_allocation plan_file_allocation(const capabilities& caps, const request& req) {
+    if (caps.fs && caps.fs->fallocate == false) {
+        return {false, fmt::format("allocate: {}: data writes allocate [offset {}, length {}]",
+                                   caps.fs->fallocate_reason, req.offset, req.length)};
+    }
+    if (caps.fs && !caps.fs->fallocate) {
+        return {true, "fallocate(0): allocate the range (unwritten extents); support unknown, a refusal falls back "
+                      "to data writes"};
+    }
+    return {true, "fallocate(0): allocate the range (unwritten extents)"};
+}
+
+result<std::string> allocation_refused(const capabilities& caps, const request& req, const std::string& error_text) {
+    if (req.method == method_choice::nvme && !req.fallback) {
+        return not_supported(caps, fmt::format("method nvme is not supported here: {}; the range can only be "
+                                               "allocated by data writes",
+                                               error_text));
+    }
+    return fmt::format("allocate: {}: data writes allocate the range instead", error_text);
+}
+
 result<plan_result> plan_file_extents(const capabilities& caps, const request& req,
                                       std::span<const extent::extent> extents) {
     plan_result r;

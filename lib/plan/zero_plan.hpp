@@ -115,6 +115,22 @@ struct file_first_stage {
 };
 result<file_first_stage> plan_file_first_stage(const capabilities& caps, const request& req);
 
+// Regular file, between the stages: allocate the range with fallocate(2) mode 0, so that the
+// extents exist and the file has its final size, unless the record says this file has no
+// fallocate (ext2; ext3/ext4 files without extents): then no allocate step is planned and the
+// range stays holes that the second stage's data writes allocate. Where the record does not
+// know, the allocation is tried (see allocation_refused).
+struct file_allocation {
+    bool allocate = true;
+    std::string reason;
+};
+file_allocation plan_file_allocation(const capabilities& caps, const request& req);
+
+// fallocate(0) was refused with EOPNOTSUPP where the record did not know: the decision line
+// for going on with data writes, which allocate. An error (ENOTSUP) only when the request
+// cannot use data writes: --method nvme without fallback.
+result<std::string> allocation_refused(const capabilities& caps, const request& req, const std::string& error_text);
+
 // Regular file, second stage, over the allocated range's extents (in file order, covering
 // the range exactly): already-written extents on an in-place filesystem over an NVMe
 // namespace -> NVMe Write Zeroes at their device LBAs (when allowed); everything else ->

@@ -310,6 +310,70 @@ TEST(PlanFile, FirstStage) {
     EXPECT_FALSE(plan_file_first_stage(c, req)->try_kernel);
 }
 
+// ext2 (and ext3/ext4 files without extents) have no fallocate(2): the record says so, and
+// the plan has no allocate step, only data writes that allocate the holes (issue 8, item 10).
+TEST(PlanFile, NoFallocateMeansDataWritesAllocate) {
+    auto c = nvme_file(0x09, "ext2");
+    c.fs->fallocate = false;
+    c.fs->fallocate_reason = "ext2 file mapped by indirect blocks";
+    c.write_zeroes.unmap = true;
+    c.write_zeroes.unmap_max_bytes = 1 << 20;
+    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
+    EXPECT_EQ(c.recommended_method, zero_method::write);
+
+    request req{1000, 65536};
+    auto first = plan_file_first_stage(c, req);
+    ASSERT_TRUE(first);
+    EXPECT_FALSE(first->try_kernel);
+    const auto how = plan_file_allocation(c, req);
+    EXPECT_FALSE(how.allocate);
+    EXPECT_NE(how.reason.find("data writes allocate"), std::string::npos) << how.reason;
+
+    // Without an allocation the range is a hole (and past the end of the file: FIEMAP's walk
+    // reports a hole there too): all of it by data writes, none zeroed in place.
+    std::vector<extent::extent> es = {ext(1000, 65536, kind::hole)};
+    auto p = plan_file_extents(c, req, es);
+    ASSERT_TRUE(p);
+    std::uint64_t covered = 0;
+    for (const auto& op : p->operations) {
+        EXPECT_TRUE(op.kind == op_kind::write_direct || op.kind == op_kind::write_buffered) << to_string(op.kind);
+        covered += op.length;
+    }
+    EXPECT_EQ(covered, 65536U);
+}
+
+TEST(PlanFile, AllocationWhereFallocateIsKnownOrNot) {
+    auto c = nvme_file(0x09, "xfs");
+    request req{0, 1 << 20};
+    c.fs->fallocate = true;
+    EXPECT_TRUE(plan_file_allocation(c, req).allocate);
+    c.fs->fallocate.reset();  // not known: tried
+    EXPECT_TRUE(plan_file_allocation(c, req).allocate);
+
+    // A refusal at run time: go on with data writes, and say so ...
+    for (auto m : {method_choice::automatic, method_choice::write, method_choice::kernel}) {
+        for (bool fallback : {true, false}) {
+            if (m == method_choice::kernel && !fallback) {
+                continue;  // refused before allocation (first stage)
+            }
+            req.method = m;
+            req.fallback = fallback;
+            auto note = allocation_refused(c, req, "fallocate /mnt/f: Operation not supported");
+            ASSERT_TRUE(note);
+            EXPECT_NE(note->find("data writes"), std::string::npos) << *note;
+        }
+    }
+    // ... except where data writes are not allowed.
+    req.method = method_choice::nvme;
+    req.fallback = false;
+    auto e = allocation_refused(c, req, "fallocate /mnt/f: Operation not supported");
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().code.value(), ENOTSUP);
+    req.fallback = true;
+    EXPECT_TRUE(allocation_refused(c, req, "x"));
+}
+
 TEST(PlanBlock, PassthroughFirstThenChain) {
     auto c = nvme_file(0x09);
     c.file_type = "block";

@@ -137,7 +137,43 @@ result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev, bool ref
     } else {
         info.cow_reason = fmt::format("{} overwrites allocated blocks in place", info.type);
     }
+    int flags = 0;
+    const bool ext = info.type == "ext2" || info.type == "ext3" || info.type == "ext4";
+    const int flags_err = ext && ::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0 ? errno : 0;
+    assess_fallocate(info, ext ? std::optional<int>(flags) : std::nullopt, flags_err);
     return info;
+}
+
+void assess_fallocate(fs_info& info, std::optional<int> inode_flags, int flags_err) {
+    // ext2 (its own driver or ext4's) has no fallocate for indirect-mapped files, and the ext4
+    // driver refuses fallocate on any file without the extents flag (ext4_fallocate, every
+    // Linux since 3.x): ext3, and ext4 files kept from ext3. Seen on Linux 6.18: EOPNOTSUPP.
+    if (info.type == "ext2" || info.type == "ext3" || info.type == "ext4") {
+        if (flags_err != 0 || !inode_flags) {
+            info.fallocate.reset();
+            info.fallocate_reason = fmt::format("FS_IOC_GETFLAGS: {}: whether the file is extent-mapped is unknown",
+                                                errno_text(flags_err != 0 ? flags_err : EINVAL));
+        } else if ((*inode_flags & FS_EXTENT_FL) != 0) {
+            info.fallocate = true;
+            info.fallocate_reason = fmt::format("{} file with extents: fallocate(0) allocates unwritten extents",
+                                                info.type);
+        } else {
+            info.fallocate = false;
+            info.fallocate_reason = fmt::format("{} file mapped by indirect blocks (no extents flag): fallocate(2) "
+                                                "is refused (EOPNOTSUPP)",
+                                                info.type);
+        }
+        return;
+    }
+    if (info.type == "xfs" || info.type == "btrfs" || info.type == "tmpfs" || info.type == "f2fs" ||
+        info.type == "bcachefs") {
+        info.fallocate = true;
+        info.fallocate_reason = fmt::format("{} implements fallocate(0)", info.type);
+        return;
+    }
+    info.fallocate.reset();
+    info.fallocate_reason = fmt::format("not known for {}: tried, and a refusal falls back to data writes",
+                                        info.type);
 }
 
 }  // namespace wz::fsprobe

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace wz::fsprobe {
@@ -21,6 +22,10 @@ struct mount_entry {
 // The mount holding `path` (libmount over /proc/self/mountinfo), matched by st_dev
 // first and by the longest target prefix second.
 result<mount_entry> find_mount(const std::string& path, dev_t st_dev);
+
+// fs_info::fallocate from the filesystem type and, for ext2/3/4, the file's FS_IOC_GETFLAGS
+// flags (nullopt or flags_err != 0: they could not be read). Pure, for unit tests.
+void assess_fallocate(fs_info& info, std::optional<int> inode_flags, int flags_err);
 
 // Fills fs_info for an open regular file. The mount entry is cached per st_dev (parsing
 // mountinfo is most of a cached stat's cost); `refresh` re-reads it.

@@ -38,7 +38,9 @@ std::string to_json(const capabilities& c, int indent) {
                    {"mount_source", c.fs->mount_source},
                    {"mount_options", c.fs->mount_options},
                    {"cow", c.fs->cow},
-                   {"cow_reason", c.fs->cow_reason}};
+                   {"cow_reason", c.fs->cow_reason},
+                   {"fallocate", opt(c.fs->fallocate)},
+                   {"fallocate_reason", c.fs->fallocate_reason}};
     } else {
         j["fs"] = nullptr;
     }

@@ -115,6 +115,9 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
             return fs.error();
         }
         caps.fs = std::move(*fs);
+        if (!caps.fs->fallocate) {
+            caps.unknown["fs.fallocate"] = caps.fs->fallocate_reason;
+        }
         devno = data_device(stx, caps.fs);
         if (!devno) {
             caps.unknown["device"] = fmt::format("{} on {} is not backed by a block device", caps.fs->type,

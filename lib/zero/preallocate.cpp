@@ -79,20 +79,74 @@ aligned_bytes aligned_buffer(std::size_t bytes) {
     return aligned_bytes(static_cast<unsigned char*>(raw), std::free);
 }
 
+// What a failed verification found, for a caller that must not report more than is there.
+struct verify_extent_of_damage {
+    std::uint64_t good_end = 0;    // [offset, good_end) was checked and is fine
+    std::uint64_t size_bytes = 0;  // the file's or device's size when it was checked
+    bool missing = false;          // a hole, an unwritten extent or the end of the file, not bad data
+};
+
+// Size of what `fd` refers to now: a run may have been raced by a truncate, so the record
+// taken before it (caps.size_bytes) is not trusted for regular files.
+result<std::uint64_t> current_size(int fd, const std::string& path, const capabilities& caps) {
+    if (caps.file_type != "regular") {
+        return caps.size_bytes;
+    }
+    struct ::stat st {};
+    if (::fstat(fd, &st) != 0) {
+        return make_error("fstat", path, errno);
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+// Proves [offset, offset + length) written zeroes as far as `mode` asks, or says why not:
+// rep.verified true (proven), false (disproven: also an error naming the first bad spot) or
+// unset (not proven: no extent map here). Reading zeroes back is never proof on its own for
+// a regular file: a hole and an unwritten extent read as zeroes too.
 std::optional<error_info> verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
-                                       std::uint64_t length, verify_mode mode, preallocate_report& rep) {
+                                       std::uint64_t length, verify_mode mode, preallocate_report& rep,
+                                       verify_extent_of_damage* damage = nullptr) {
     if (mode == verify_mode::none) {
         return std::nullopt;
     }
+    const std::uint64_t end = offset + length;
+    verify_extent_of_damage local;
+    verify_extent_of_damage& found = damage != nullptr ? *damage : local;
+    found.good_end = offset;
+    auto size = current_size(fd, path, caps);
+    if (!size) {
+        return size.error();
+    }
+    found.size_bytes = *size;
+    const bool regular = caps.file_type == "regular";
+    if (end > *size) {
+        found.missing = true;
+        // pread stops at the end: what is not there must not count as zeroes read back.
+        rep.verified = false;
+        rep.verify_detail = fmt::format("the range ends at {}, past the end of the {} ({} bytes)", end,
+                                        regular ? "file" : "device", *size);
+        return make_error_msg(EINVAL, fmt::format("verify {} [offset {}, length {}]: range ends past the end of the "
+                                                  "{} ({} bytes)",
+                                                  path, offset, length, regular ? "file" : "device", *size));
+    }
     std::string extents_detail;
-    if (caps.file_type == "regular") {
+    bool extents_checked = false;
+    if (regular) {
         auto m = extent::map_range(fd, path, offset, length, true);
         if (!m) {
+            // No FIEMAP (tmpfs, some FUSE): nothing can tell a hole from written zeroes.
+            // Any other failure is a failure to verify, not a pass.
+            const int err = m.error().code.value();
+            if (err != EOPNOTSUPP && err != ENOTTY) {
+                return m.error();
+            }
             extents_detail = fmt::format("extents not checked: {}", m.error().message);
         } else {
             for (const auto& e : *m) {
                 if (e.type == extent::kind::hole || e.type == extent::kind::unwritten ||
                     e.type == extent::kind::delalloc) {
+                    found.good_end = e.offset;
+                    found.missing = true;
                     rep.verified = false;
                     rep.verify_detail = fmt::format("{} extent at offset {}, length {}", extent::to_string(e.type),
                                                     e.offset, e.length);
@@ -100,6 +154,7 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
                                                            path, extent::to_string(e.type), e.offset, e.length));
                 }
             }
+            extents_checked = true;
             extents_detail = fmt::format("{} extents, no hole or unwritten extent", m->size());
         }
     } else {
@@ -107,10 +162,11 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
     }
     if (mode == verify_mode::extents) {
         // Without a map (tmpfs, FUSE) the extents prove nothing: say so rather than pass.
-        if (extents_detail.rfind("extents not checked", 0) == 0 || caps.file_type != "regular") {
-            rep.verified.reset();
-        } else {
+        if (extents_checked) {
             rep.verified = true;
+            found.good_end = end;
+        } else {
+            rep.verified.reset();
         }
         rep.verify_detail = extents_detail;
         return std::nullopt;
@@ -132,7 +188,6 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
         return make_error_msg(ENOMEM, "verify: out of memory");
     }
     std::uint64_t pos = offset / align * align;
-    const std::uint64_t end = offset + length;
     while (pos < end) {
         std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, (end - pos + align - 1) / align * align));
         ssize_t n = ::pread(rfd.get(), buf.get(), want, static_cast<off_t>(pos));
@@ -140,21 +195,41 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
             return make_error_range("read back", path, pos, want, errno);
         }
         if (n == 0) {
-            break;
+            // The size was checked above: the file shrank while it was read.
+            auto now = current_size(fd, path, caps);
+            found.good_end = std::max(pos, offset);
+            found.missing = true;
+            found.size_bytes = now ? *now : found.size_bytes;
+            rep.verified = false;
+            rep.verify_detail = fmt::format("end of file at offset {} while reading back", found.good_end);
+            return make_error_msg(EIO, fmt::format("read back {} [offset {}, length {}]: end of file at offset {} "
+                                                   "(size now {} bytes)",
+                                                   path, pos, want, pos, found.size_bytes));
         }
         for (ssize_t i = 0; i < n; ++i) {
             const std::uint64_t at = pos + static_cast<std::uint64_t>(i);
             if (at >= offset && at < end && buf.get()[i] != 0) {
+                found.good_end = at;
                 rep.verified = false;
                 rep.verify_detail = fmt::format("non-zero byte at offset {}", at);
                 return make_error_msg(EIO, fmt::format("verify {}: non-zero byte at offset {}", path, at));
             }
         }
         pos += static_cast<std::uint64_t>(n);
+        found.good_end = std::min(std::max(pos, offset), end);
+    }
+    const std::string read_detail =
+        fmt::format("{} bytes read back as zeroes{}", length, direct ? " (O_DIRECT)" : "");
+    if (regular && !extents_checked) {
+        // Zeroes read back from a hole or an unwritten extent too: not a proof of written zeroes.
+        found.good_end = offset;
+        rep.verified.reset();
+        rep.verify_detail = fmt::format("{}; {}, but holes and unwritten extents also read as zeroes",
+                                        extents_detail, read_detail);
+        return std::nullopt;
     }
     rep.verified = true;
-    rep.verify_detail = fmt::format("{}; {} bytes read back as zeroes{}", extents_detail, length,
-                                    direct ? " (O_DIRECT)" : "");
+    rep.verify_detail = fmt::format("{}; {}", extents_detail, read_detail);
     return std::nullopt;
 }
 
@@ -490,18 +565,30 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
     }
 
     // Allocate first: extents that exist can be mapped, and the file has its final size.
-    plan::operation alloc{plan::op_kind::allocate, offset_, length_, 0, 0, false,
-                          "fallocate(0): allocate the range (unwritten extents)"};
-    if (!opt_.dry_run) {
+    // Where there is no fallocate (ext2), the range stays holes and the data writes allocate.
+    const plan::file_allocation how = plan::plan_file_allocation(caps, req);
+    plan::operation alloc{plan::op_kind::allocate, offset_, length_, 0, 0, false, how.reason};
+    if (!how.allocate) {
+        decide(how.reason);
+    } else if (!opt_.dry_run) {
         if (auto e = execute(caps, {alloc})) {
-            return e;
+            if (e->code.value() != EOPNOTSUPP) {
+                return e;
+            }
+            auto note = plan::allocation_refused(caps, req, e->message);
+            if (!note) {
+                return note.error();
+            }
+            decide(*note);
         }
+    } else {
+        step(alloc);
+    }
+    if (!opt_.dry_run) {
         // In-place zeroing must not race the page cache: dirty pages go out first.
         if (::fdatasync(fd_) != 0) {
             return make_error("fdatasync", path_, errno);
         }
-    } else {
-        step(alloc);
     }
 
     extent::walker walk(fd_, path_, offset_, length_, extent_batch, true);
@@ -609,8 +696,63 @@ std::optional<error_info> runner::run_block(const capabilities& caps) {
     return e;
 }
 
+// Every byte of the range was zeroed when this runs, so anything missing now (a shorter file,
+// a hole, an unwritten extent) was done to the file by someone else during the run: the
+// report then counts only the prefix still proven, and says what changed. The size is
+// checked even when no verification was asked for: it costs one fstat.
 std::optional<error_info> runner::verify(const capabilities& caps) {
-    return verify_range(fd_, path_, caps, offset_, length_, opt_.verify, rep_);
+    const std::uint64_t end = offset_ + length_;
+    verify_extent_of_damage found;
+    std::optional<error_info> e;
+    if (opt_.verify == verify_mode::none) {
+        if (caps.file_type != "regular") {
+            return std::nullopt;
+        }
+        auto size = current_size(fd_, path_, caps);
+        if (!size) {
+            return size.error();
+        }
+        if (*size >= end) {
+            return std::nullopt;
+        }
+        found = {offset_, *size, true};
+    } else {
+        e = verify_range(fd_, path_, caps, offset_, length_, opt_.verify, rep_, &found);
+        if (!e) {
+            return std::nullopt;
+        }
+    }
+    auto count_only_to = [this](std::uint64_t good_end) {
+        rep_.bytes_done = std::min(rep_.bytes_done, good_end > offset_ ? good_end - offset_ : 0);
+    };
+    if (caps.file_type != "regular" || !found.missing) {
+        // Bad data (a device that did not zero) is not a change by someone else.
+        count_only_to(found.good_end);
+        return e;
+    }
+    const bool shorter = found.size_bytes < end;
+    if (shorter && found.size_bytes > offset_) {
+        // What is left of the range may still be proven: count it if it is.
+        preallocate_report scratch;
+        verify_extent_of_damage prefix;
+        const auto mode = opt_.verify == verify_mode::data ? verify_mode::data : verify_mode::extents;
+        if (!verify_range(fd_, path_, caps, offset_, found.size_bytes - offset_, mode, scratch, &prefix) &&
+            scratch.verified.value_or(false)) {
+            found.good_end = found.size_bytes;
+        } else {
+            found.good_end = std::min(prefix.good_end, found.size_bytes);
+        }
+    }
+    count_only_to(found.good_end);
+    rep_.verified = false;
+    if (shorter) {
+        rep_.verify_detail = fmt::format("the file now ends at {}, before the range ends", found.size_bytes);
+    }
+    const std::string what = shorter ? rep_.verify_detail : e->message;
+    return make_error_msg(EIO, fmt::format("zero {} [offset {}, length {}]: {}; the file was {} by another process "
+                                           "during the run (size now {} bytes)",
+                                           path_, offset_, length_, what, shorter ? "truncated" : "changed",
+                                           found.size_bytes));
 }
 
 std::optional<error_info> runner::run() {

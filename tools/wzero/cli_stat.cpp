@@ -65,6 +65,8 @@ void print_human(const wz::capabilities& c) {
         t.add("filesystem", fmt::format("{} on {} ({})", c.fs->type, c.fs->mount_point, c.fs->mount_source));
         t.add("  options", c.fs->mount_options);
         t.add("  copy-on-write", fmt::format("{}: {}", c.fs->cow ? "yes" : "no", c.fs->cow_reason));
+        t.add("  fallocate", fmt::format("{}: {}", !c.fs->fallocate ? "unknown" : *c.fs->fallocate ? "yes" : "no",
+                                         c.fs->fallocate_reason));
     }
     t.add("direct I/O", c.dio ? fmt::format("memory alignment {}, offset alignment {}", c.dio->mem_align,
                                             c.dio->offset_align)
