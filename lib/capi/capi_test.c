@@ -1,9 +1,13 @@
 /* The C API seen from C99 through the shared library: only exported symbols link. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, unlink, close */
+
 #include <wzero/wzero.h>
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -41,6 +45,24 @@ int main(int argc, char **argv) {
 
     rc = wz_stat_json(NULL, &json, err, sizeof err);
     check(rc == -EINVAL, "NULL path gives -EINVAL");
+
+    /* Issue 8, item 8: a name that is not UTF-8 aborted the process inside the JSON encoder.
+     * Its bytes come back as \xNN (a backslash in the string, so "\\xff" in the JSON text). */
+    {
+        char name[] = "/tmp/wzero-capi-\xff\x80-XXXXXX";
+        int fd = mkstemp(name);
+        check(fd >= 0, "mkstemp of a non-UTF-8 name");
+        if (fd >= 0) {
+            json = NULL;
+            rc = wz_stat_json(name, &json, err, sizeof err);
+            check(rc == 0, "wz_stat_json on a non-UTF-8 name succeeds");
+            check(json != NULL && strstr(json, "wzero-capi-\\\\xff\\\\x80-") != NULL,
+                  "the name's bytes are escaped as \\xNN");
+            wz_free(json);
+            (void)close(fd);
+            (void)unlink(name);
+        }
+    }
 
     if (failures == 0) {
         printf("capi: all checks passed\n");

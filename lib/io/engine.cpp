@@ -110,6 +110,11 @@ private:
     steady::time_point last_;
 };
 
+// Longest sleep between looks at the caller's cancel while the rate limit holds writes back:
+// the wait for one chunk can be days (1 MiB at --rate 1 is 12 days), and a SIGINT must end
+// the run at once, not after it.
+constexpr nanoseconds rate_wait_slice = std::chrono::milliseconds(50);
+
 // The offset alignment O_DIRECT needs on this fd. statx reports it for files since Linux 6.1
 // and for block devices since 6.11; older block devices: the logical block size. 512 is the
 // smallest any Linux O_DIRECT accepts: if the real one is larger the kernel's EINVAL still
@@ -161,6 +166,8 @@ private:
         free_ops_.push_back(index);
     }
     [[nodiscard]] std::uint64_t contiguous_done();
+    // Reports newly completed bytes (possibly none) and stops the run if the caller cancels.
+    void report_progress();
 
     const zero_write_request& req_;
     const progress_fn& progress_;
@@ -243,6 +250,14 @@ void zero_writer::complete(io_uring* r, const io_uring_cqe& cqe) {
     } else {
         prep(r, index);
     }
+}
+
+void zero_writer::report_progress() {
+    if (progress_ && !cancelled_ && !progress_(newly_done_)) {
+        cancelled_ = true;
+        stop_ = true;
+    }
+    newly_done_ = 0;
 }
 
 std::uint64_t zero_writer::contiguous_done() {
@@ -340,24 +355,26 @@ result<io_outcome> zero_writer::run(io_outcome& out) {
                 break;
             }
             if (token_wait) {
-                std::this_thread::sleep_for(*token_wait);
+                // In slices, asking the caller in between: see rate_wait_slice.
+                std::this_thread::sleep_for(std::min(*token_wait, rate_wait_slice));
+                report_progress();
             }
             continue;
         }
-        int rc = detail::wait_one(r, stop_ ? std::nullopt : token_wait);
+        std::optional<nanoseconds> timeout;
+        if (!stop_ && token_wait) {
+            timeout = std::min(*token_wait, rate_wait_slice);
+        }
+        int rc = detail::wait_one(r, timeout);
         if (rc < 0 && rc != -ETIME) {
             ring_errno = -rc;  // cannot reap: io_uring_queue_exit cancels and waits for the rest
             stop_ = true;
             break;
         }
         inflight -= detail::drain_ready(r, [&](const io_uring_cqe& cqe) { complete(r, cqe); });
-        if (newly_done_ > 0 && progress_ && !cancelled_) {
-            if (!progress_(newly_done_)) {
-                cancelled_ = true;
-                stop_ = true;
-            }
+        if (newly_done_ > 0 || token_wait) {
+            report_progress();
         }
-        newly_done_ = 0;
     }
 
     out.commands = commands_;

@@ -33,6 +33,8 @@ private:
 // Called from the submitting thread after completions, with the number of bytes newly
 // completed; return false to cancel (in-flight I/O is reaped, nothing new is submitted, the
 // call returns ECANCELED with the progress made). Not called again once it returned false.
+// While a rate limit holds writes back it is also called with 0, at least every 50 ms, so
+// that a cancel ends the wait at once.
 using progress_fn = std::function<bool(std::uint64_t bytes_completed_now)>;
 
 // Bytes per second; 0 = unlimited. A token bucket of one chunk, starting empty, is charged

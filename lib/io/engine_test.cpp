@@ -369,6 +369,31 @@ TEST_F(write_zeroes_test, rate_limit_8_mib_per_s) {
     expect_layout(file_, 0, 16 * MiB, 16 * MiB);
 }
 
+// Regression (issue 8, item 7): at 1 byte/s the first chunk waits 12 days; the wait slept
+// in one piece and ignored the caller's cancel (a SIGINT in the CLI). It must ask the
+// progress callback while it waits and stop as soon as that says no.
+TEST_F(write_zeroes_test, cancel_ends_a_rate_limit_wait_at_once) {
+    auto fd = open_file(false);
+    zero_write_request req{fd.get(), file_.string(), 0, 1 * MiB};
+    req.direct = false;
+    req.chunk_bytes = 1 << 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto cancel_at = t0 + std::chrono::milliseconds(200);
+    unsigned asked = 0;
+    progress_fn progress = [&](std::uint64_t) {
+        ++asked;
+        return std::chrono::steady_clock::now() < cancel_at;
+    };
+    io_outcome partial;
+    auto res = write_zeroes(req, progress, rate_limit{1}, &partial);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.error().code.value(), ECANCELED) << res.error().message;
+    EXPECT_EQ(partial.bytes_done, 0U);
+    EXPECT_GE(asked, 2U);
+    EXPECT_LT(s, 1.0);
+}
+
 TEST(zero_buffer, page_aligned_and_zero) {
     zero_buffer b(5000);
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));

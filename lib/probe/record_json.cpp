@@ -1,6 +1,8 @@
 // The capability record as JSON. Keys are stable and documented in man/wzero.1;
 // a value that could not be probed is null, with its reason under "unknown".
 
+#include "util/json_text.hpp"
+
 #include <wzero/wzero.hpp>
 
 #include <nlohmann/json.hpp>
@@ -130,7 +132,7 @@ std::string to_json(const capabilities& c, int indent) {
         unknown[k] = v;
     }
     j["unknown"] = unknown;
-    return j.dump(indent);
+    return dump_json(std::move(j), indent);
 }
 
 }  // namespace wz

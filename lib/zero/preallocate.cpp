@@ -282,7 +282,9 @@ private:
     void decide(std::string line) { rep_.decisions.push_back(std::move(line)); }
     io::progress_fn io_progress() {
         return [this](std::uint64_t n) {
-            progress(n);
+            if (n != 0) {  // 0: the engine only asks whether to go on (rate-limit waits)
+                progress(n);
+            }
             return !cancelled();
         };
     }

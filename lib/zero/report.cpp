@@ -1,5 +1,7 @@
 // The preallocation report as JSON (documented in wzero(1), "alloc --json").
 
+#include "util/json_text.hpp"
+
 #include <wzero/wzero.hpp>
 
 #include <nlohmann/json.hpp>
@@ -39,7 +41,7 @@ std::string to_json(const preallocate_report& r, int indent) {
     }
     j["operations"] = steps;
     j["cleanup"] = r.cleanup.empty() ? json(nullptr) : json(r.cleanup);
-    return j.dump(indent);
+    return dump_json(std::move(j), indent);
 }
 
 }  // namespace wz

@@ -23,6 +23,10 @@ int run_stat(const stat_args& args);
 
 struct alloc_args {
     std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
+    // Given at all (an empty value is an error, not "the default"): count() > 0 after parsing.
+    const CLI::Option* rate_option = nullptr;
+    const CLI::Option* map_length_option = nullptr;
+    const CLI::Option* verify_length_option = nullptr;
     std::string passthrough = "auto";
     bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
     bool force = false;  // zero a device with a filesystem signature
@@ -39,6 +43,7 @@ int run_verify(const alloc_args& args);
 
 struct bench_args {
     std::string path, mode = "auto", bs = "4096", offset = "0", length;
+    const CLI::Option* length_option = nullptr;
     unsigned qd = 1;       // asynchronous writes in flight (submit/complete)
     unsigned threads = 0;  // > 0: that many threads calling the synchronous pwrite instead
     std::string completion = "interrupt";
@@ -51,11 +56,26 @@ struct bench_args {
 void add_bench_commands(CLI::App& app, bench_args& args);
 int run_bench_write(const bench_args& args);
 
-// -o/-l with util-linux size semantics (empty length: to the end); prints the error.
-bool parse_range_args(const std::string& offset_text, const std::string& length_text, std::uint64_t& offset,
-                      std::uint64_t& length);
+// -o/-l with util-linux size semantics; prints the error. A length not given means "to the
+// end" (length 0); a length given must parse and be greater than zero ("" and "0" are errors,
+// not "to the end").
+bool parse_range_args(const std::string& offset_text, const std::string& length_text, bool length_given,
+                      std::uint64_t& offset, std::uint64_t& length);
+// A size (util-linux suffixes) that must not be 0, such as a rate or a write size; prints
+// "invalid WHAT 'TEXT': ..." and the --help hint.
+bool parse_positive_size_arg(const std::string& what, const std::string& text, std::uint64_t& out);
 
-// "wzero: MESSAGE" on stderr.
+// Validators for numeric options. CLI11 (2.1) reads "-1" into an unsigned option as its two's
+// complement (`--ops -1` meant 2^64-1 writes) and a double option takes "nan", "inf", 0 and
+// negatives: each of these silently meant something else.
+// A whole decimal number from 1 to max (the option's type's largest value, or a tighter bound).
+CLI::Validator positive_integer(std::uint64_t max);
+// A number of seconds greater than zero and at most 10^9 (about 31 years; a longer one
+// would overflow the clock's deadline).
+CLI::Validator positive_seconds();
+
+// "wzero: MESSAGE" on stderr. Neither throws: a closed or full stderr loses the text only.
 void print_error(const std::string& message);
+void print_stderr(const std::string& text);
 
 }  // namespace wzcli

@@ -2,6 +2,7 @@
 
 #include "cli.hpp"
 
+#include "util/json_text.hpp"
 #include "util/size.hpp"
 
 #include <wzero/wzero.hpp>
@@ -38,11 +39,23 @@ bool parse_size_arg(const std::string& what, const std::string& text, std::uint6
 
 }  // namespace
 
-// -o/-l as util-linux takes them; an empty length means "to the end of the file".
-bool parse_range_args(const std::string& offset_text, const std::string& length_text, std::uint64_t& offset,
-                      std::uint64_t& length) {
+bool parse_range_args(const std::string& offset_text, const std::string& length_text, bool length_given,
+                      std::uint64_t& offset, std::uint64_t& length) {
     return parse_size_arg("offset", offset_text, offset) &&
-           (length_text.empty() || parse_size_arg("length", length_text, length));
+           (!length_given || parse_positive_size_arg("length", length_text, length));
+}
+
+bool parse_positive_size_arg(const std::string& what, const std::string& text, std::uint64_t& out) {
+    if (!parse_size_arg(what, text, out)) {
+        return false;
+    }
+    if (out == 0) {
+        print_error(fmt::format("invalid {} '{}': the {} must be greater than zero\nTry 'wzero --help' for more "
+                                "information.",
+                                what, text, what));
+        return false;
+    }
+    return true;
 }
 
 namespace {
@@ -81,14 +94,14 @@ public:
                                               : 0.0;
         const int width = 30;
         const int fill = static_cast<int>(pct / 100.0 * width);
-        fmt::print(stderr, "\r[{:=<{}}{:<{}}] {:5.1f}%  {} of {}  {}/s ", "", fill, "", width - fill, pct,
-                   human(p.bytes_done), human(p.bytes_total),
-                   human(static_cast<std::uint64_t>(static_cast<double>(p.bytes_done) / secs)));
+        print_stderr(fmt::format("\r[{:=<{}}{:<{}}] {:5.1f}%  {} of {}  {}/s ", "", fill, "", width - fill, pct,
+                                 human(p.bytes_done), human(p.bytes_total),
+                                 human(static_cast<std::uint64_t>(static_cast<double>(p.bytes_done) / secs))));
         shown_ = true;
     }
     void finish() {
         if (shown_) {
-            fmt::print(stderr, "\n");
+            print_stderr("\n");
         }
     }
 
@@ -151,10 +164,10 @@ void add_alloc_commands(CLI::App& app, alloc_args& a) {
         ->expected(0, 1)
         ->default_str("extents")
         ->check(CLI::IsMember({"", "none", "extents", "data"}));
-    cmd->add_option("--rate", a.rate, "Rate limit in bytes per second (size suffixes)");
+    a.rate_option = cmd->add_option("--rate", a.rate, "Rate limit in bytes per second (size suffixes; > 0)");
     cmd->add_option("--queue-depth", a.queue_depth,
                     "I/O commands in flight (default 32; 2 on a loop device doing buffered I/O)")
-        ->check(CLI::Range(1, 4096));
+        ->check(positive_integer(4096));
     cmd->add_option("--passthrough", a.passthrough, "NVMe commands through auto, uring_cmd or ioctl")
         ->check(CLI::IsMember({"auto", "uring_cmd", "ioctl"}));
     cmd->add_flag("-J,--json", a.json, "Print the report as JSON");
@@ -162,13 +175,15 @@ void add_alloc_commands(CLI::App& app, alloc_args& a) {
 
     CLI::App* map = app.add_subcommand("map", "Print a file's extent map with device LBAs");
     map->add_option("-o,--offset", a.map_offset, "Start of the range");
-    map->add_option("-l,--length", a.map_length, "Length of the range (default: to the end of the file)");
+    a.map_length_option =
+        map->add_option("-l,--length", a.map_length, "Length of the range (default: to the end of the file)");
     map->add_flag("-J,--json", a.map_json, "Print JSON");
     map->add_option("path", a.map_path, "Regular file")->required();
 
     CLI::App* ver = app.add_subcommand("verify", "Check that a range is written (and zero)");
     ver->add_option("-o,--offset", a.verify_offset, "Start of the range");
-    ver->add_option("-l,--length", a.verify_length, "Length of the range (default: to the end of the file)");
+    a.verify_length_option =
+        ver->add_option("-l,--length", a.verify_length, "Length of the range (default: to the end of the file)");
     ver->add_flag("--data", a.verify_data, "Also read the range back and check it is zeroes");
     ver->add_option("path", a.verify_path, "File or block device")->required();
 }
@@ -179,14 +194,10 @@ int run_alloc(const alloc_args& a) {
                     "(fallocate(2) keeps unwritten extents there)\nTry 'wzero --help' for more information.");
         return exit_failure;
     }
+    // --rate 0 and --rate "" used to mean "no limit": a typo must not lift the limit asked for.
     std::uint64_t offset = 0, length = 0, rate = 0;
-    if (!parse_range_args(a.offset, a.length, offset, length) ||
-        (!a.rate.empty() && !parse_size_arg("rate", a.rate, rate))) {
-        return exit_failure;
-    }
-    if (length == 0) {
-        print_error("invalid length '0': the length must be greater than zero\nTry 'wzero --help' for more "
-                    "information.");
+    if (!parse_range_args(a.offset, a.length, true, offset, length) ||
+        (a.rate_option->count() > 0 && !parse_positive_size_arg("rate", a.rate, rate))) {
         return exit_failure;
     }
     wz::preallocate_options opt;
@@ -224,9 +235,9 @@ int run_alloc(const alloc_args& a) {
     if (!r) {
         const auto& e = r.error();
         if (a.json) {
-            auto j = nlohmann::json::parse(wz::to_json(partial));
+            auto j = nlohmann::ordered_json::parse(wz::to_json(partial));
             j["error"] = e.message;
-            fmt::print("{}\n", j.dump(2));
+            fmt::print("{}\n", wz::dump_json(std::move(j)));
         }
         if (e.code.value() == ECANCELED && interrupted.load()) {
             print_error(fmt::format("{}: interrupted by a signal", a.path));
@@ -256,7 +267,7 @@ int run_alloc(const alloc_args& a) {
 
 int run_map(const alloc_args& a) {
     std::uint64_t offset = 0, length = 0;
-    if (!parse_range_args(a.map_offset, a.map_length, offset, length)) {
+    if (!parse_range_args(a.map_offset, a.map_length, a.map_length_option->count() > 0, offset, length)) {
         return exit_failure;
     }
     auto m = wz::map_extents(a.map_path, offset, length);
@@ -277,7 +288,7 @@ int run_map(const alloc_args& a) {
                            {"dealloc_aligned", e.dealloc_aligned ? nlohmann::ordered_json(*e.dealloc_aligned)
                                                                  : nullptr}});
         }
-        fmt::print("{}\n", nlohmann::ordered_json{{"path", a.map_path}, {"extents", arr}}.dump(2));
+        fmt::print("{}\n", wz::dump_json(nlohmann::ordered_json{{"path", a.map_path}, {"extents", std::move(arr)}}));
         return exit_ok;
     }
     fmt::print("{:>14} {:>14} {:<12} {:>8} {:>14} {:>12} {:>10} {}\n", "offset", "length", "kind", "flags",
@@ -293,7 +304,8 @@ int run_map(const alloc_args& a) {
 
 int run_verify(const alloc_args& a) {
     std::uint64_t offset = 0, length = 0;
-    if (!parse_range_args(a.verify_offset, a.verify_length, offset, length)) {
+    if (!parse_range_args(a.verify_offset, a.verify_length, a.verify_length_option->count() > 0, offset,
+                          length)) {
         return exit_failure;
     }
     auto r = wz::verify(a.verify_path, offset, length, a.verify_data ? wz::verify_mode::data : wz::verify_mode::extents);

@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 
+#include "util/json_text.hpp"
 #include "util/size.hpp"
 
 #include <wzero/wzero.hpp>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -31,20 +33,28 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
     w->add_option("--mode", a.mode, "auto, through, fua, flush or dsync")
         ->check(CLI::IsMember({"auto", "through", "fua", "flush", "dsync"}));
     w->add_option("--bs", a.bs, "Write size (size suffixes)");
-    w->add_option("--qd", a.qd, "Asynchronous writes in flight (io_uring submit/complete)")->check(CLI::Range(1, 4096));
+    w->add_option("--qd", a.qd, "Asynchronous writes in flight (io_uring submit/complete)")
+        ->check(positive_integer(4096));
     w->add_option("--threads", a.threads, "Use the synchronous pwrite from this many threads instead")
-        ->check(CLI::Range(1, 1024));
+        ->check(positive_integer(1024));
     w->add_option("--completion", a.completion, "How completions are waited for: interrupt, poll or adaptive")
         ->check(CLI::IsMember({"interrupt", "poll", "adaptive"}));
-    w->add_option("--high-watermark", a.high, "adaptive: spin while this many are in flight (32)");
-    w->add_option("--low-watermark", a.low, "adaptive: back to blocking below this many (3)");
-    w->add_option("--interval", a.interval_us, "adaptive: microseconds between looks (30)");
-    w->add_option("--max-loops", a.max_loops, "adaptive: looks before blocking again (1000)");
-    w->add_option("--ops", a.ops, "Number of writes (default 10000 unless --time)");
-    w->add_option("--time", a.seconds, "Run for this many seconds instead");
+    // The ring is sized above the high watermark: an unbounded one would wrap (high + 1 = 0).
+    w->add_option("--high-watermark", a.high, "adaptive: spin while this many are in flight (32)")
+        ->check(positive_integer(4096));
+    w->add_option("--low-watermark", a.low, "adaptive: back to blocking below this many (3)")
+        ->check(positive_integer(4096));
+    w->add_option("--interval", a.interval_us, "adaptive: microseconds between looks (30)")
+        ->check(positive_integer(std::numeric_limits<unsigned>::max()));
+    w->add_option("--max-loops", a.max_loops, "adaptive: looks before blocking again (1000)")
+        ->check(positive_integer(std::numeric_limits<unsigned>::max()));
+    w->add_option("--ops", a.ops, "Number of writes (default 10000 unless --time)")
+        ->check(positive_integer(std::numeric_limits<std::uint64_t>::max()));
+    w->add_option("--time", a.seconds, "Run for this many seconds (with --ops: whichever ends first)")
+        ->check(positive_seconds());
     w->add_flag("--random", a.random, "Random offsets (default: sequential)");
     w->add_option("-o,--offset", a.offset, "Start of the range");
-    w->add_option("-l,--length", a.length, "Length of the range (default: to the end)");
+    a.length_option = w->add_option("-l,--length", a.length, "Length of the range (default: to the end)");
     w->add_flag("--unsafe-through", a.unsafe, "Allow --mode through on a write-back cache");
     w->add_flag("-f,--force", a.force, "Write to a block device that holds a filesystem or partition table");
     w->add_flag("-J,--json", a.json, "Print JSON");
@@ -181,14 +191,8 @@ std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std:
 
 int run_bench_write(const bench_args& a) {
     std::uint64_t bs = 0, offset = 0, length = 0;
-    if (!parse_range_args(a.offset, a.length, offset, length)) {
-        return exit_failure;
-    }
-    if (auto v = wz::parse_size(a.bs); v) {
-        bs = *v;
-    } else {
-        print_error(fmt::format("invalid bs '{}': {}\nTry 'wzero --help' for more information.", a.bs,
-                                v.error().message));
+    if (!parse_range_args(a.offset, a.length, a.length_option->count() > 0, offset, length) ||
+        !parse_positive_size_arg("bs", a.bs, bs)) {
         return exit_failure;
     }
     if (a.threads > 0 && (a.qd > 1 || a.completion != "interrupt")) {
@@ -231,7 +235,8 @@ int run_bench_write(const bench_args& a) {
                                 w->alignment()));
         return exit_failure;
     }
-    const std::uint64_t ops = a.seconds > 0 ? UINT64_MAX : (a.ops != 0 ? a.ops : 10000);
+    // The validators let only ops > 0 and 0 < seconds <= 1e9 through; 0 here means "not given".
+    const std::uint64_t ops = a.ops != 0 ? a.ops : (a.seconds > 0 ? UINT64_MAX : 10000);
     const auto t0 = std::chrono::steady_clock::now();
     const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                    std::chrono::duration<double>(a.seconds > 0 ? a.seconds : 1e9));
@@ -273,7 +278,7 @@ int run_bench_write(const bench_args& a) {
                                  {"busy_looks", s.busy_looks},
                                  {"idle_sleeps", s.idle_sleeps},
                                  {"latency_us", {{"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}}};
-        fmt::print("{}\n", j.dump(2));
+        fmt::print("{}\n", wz::dump_json(std::move(j)));
         return exit_ok;
     }
     fmt::print("mode: {} ({})\n", wz::to_string(w->mode()), w->reason());

@@ -2,16 +2,67 @@
 
 #include "cli.hpp"
 
+#include "util/errors.hpp"
+
 #include <wzero/wzero.hpp>
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <system_error>
+#include <iostream>
 
 namespace wzcli {
 
+// Never throws: an error message that cannot be written (stderr closed or full) must not
+// turn exit status 1 into an abort (fmt::print throws on a failed write).
+void print_stderr(const std::string& text) {
+    (void)std::fwrite(text.data(), 1, text.size(), stderr);  // wz: ignored-error (nowhere left to say it)
+}
+
 void print_error(const std::string& message) {
-    fmt::print(stderr, "wzero: {}\n", message);
+    print_stderr("wzero: " + message + "\n");
+}
+
+CLI::Validator positive_integer(std::uint64_t max) {
+    return CLI::Validator(
+        [max](std::string& text) -> std::string {
+            // Digits only: no sign, no "0x" (from_chars takes neither); from_chars also
+            // refuses what does not fit in 64 bits, which CLI11 would saturate.
+            std::uint64_t v = 0;
+            const char* end = text.data() + text.size();
+            const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+            if (text.empty() || ec != std::errc() || ptr != end || v == 0 || v > max) {
+                return fmt::format("invalid value '{}': must be a whole number from 1 to {}", text, max);
+            }
+            return {};
+        },
+        "POSITIVE", "positive integer");
+}
+
+CLI::Validator positive_seconds() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            const char* begin = text.c_str();
+            char* end = nullptr;
+            errno = 0;
+            const double v = std::strtod(begin, &end);
+            // !(v > 0) also catches NaN.
+            if (text.empty() || end != begin + text.size() || errno != 0 || !std::isfinite(v) || !(v > 0) ||
+                v > 1e9) {
+                return fmt::format("invalid value '{}': must be a number of seconds greater than 0 and at most "
+                                   "1000000000",
+                                   text);
+            }
+            return {};
+        },
+        "SECONDS", "positive seconds");
 }
 
 }  // namespace wzcli
@@ -27,9 +78,26 @@ bool has_subcommand(const CLI::App& app, const std::string& name) {
     return false;
 }
 
-}  // namespace
+// As util-linux's close_stdout() (include/closestream.h): output that did not reach stdout's
+// file (`>/dev/full`, a full disk) is a failure, said on stderr, exit 1. EPIPE is left alone,
+// as there: the reader went away on purpose. stdout is flushed, not closed: the iostreams'
+// own flush at exit (CLI11 prints help through std::cout) must still find it open.
+int finish_stdout(int status) {
+    std::cout.flush();
+    errno = 0;
+    const bool flush_failed = std::fflush(stdout) != 0;
+    const int err = flush_failed ? errno : 0;
+    if ((flush_failed || std::ferror(stdout) != 0) && err != EPIPE) {
+        wzcli::print_error(err != 0 ? "write error: " + wz::errno_text(err) : std::string("write error"));
+        status = wzcli::exit_failure;
+    }
+    if (std::ferror(stderr) != 0) {
+        status = wzcli::exit_failure;  // a message was lost: the run cannot count as clean
+    }
+    return status;
+}
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     CLI::App app{"wzero: written, zeroed extents and durable writes for Linux storage", "wzero"};
     app.set_version_flag("-V,--version", fmt::format("wzero {}", wz::version()));
     app.require_subcommand(1);
@@ -47,7 +115,7 @@ int main(int argc, char** argv) {
 
     // CLI11 would only say "A subcommand is required" for a mistyped command.
     if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1])) {
-        fmt::print(stderr, "wzero: unknown command '{}'\nTry 'wzero --help' for more information.\n", argv[1]);
+        wzcli::print_error(fmt::format("unknown command '{}'\nTry 'wzero --help' for more information.", argv[1]));
         return wzcli::exit_failure;
     }
     try {
@@ -78,4 +146,27 @@ int main(int argc, char** argv) {
         return wzcli::run_bench_write(bench);
     }
     return wzcli::exit_failure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int status = wzcli::exit_failure;
+    try {
+        status = run(argc, argv);
+    } catch (const std::system_error& e) {
+        // fmt::print throws when a write to stdout fails; the buffer it failed on is gone, so
+        // finish_stdout() would only see the error flag and could not say which error.
+        if (std::ferror(stdout) != 0) {
+            wzcli::print_error("write error: " + wz::errno_text(e.code().value()));
+            std::clearerr(stdout);
+        } else {
+            wzcli::print_error(e.what());
+        }
+        status = wzcli::exit_failure;
+    } catch (const std::exception& e) {
+        wzcli::print_error(e.what());
+        status = wzcli::exit_failure;
+    }
+    return finish_stdout(status);
 }
