@@ -72,8 +72,10 @@ private:
 
 struct writer::impl {
     std::string path;         // for messages
-    std::string reopen_path;  // what open_fds() opens: the path, or /proc/self/fd/N of `origin`
-    unique_fd origin;         // open(fd): a duplicate of the caller's descriptor
+    std::string reopen_path;  // what open_fds() opens: /proc/self/fd/N of `origin`, never the name
+    // The checked inode: open(path)'s descriptor (O_EXCL for a block device) or a duplicate
+    // of the caller's descriptor.
+    unique_fd origin;
     std::uint64_t offset = 0, length = 0;
     writer_options options;
     capabilities caps;
