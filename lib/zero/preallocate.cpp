@@ -963,14 +963,15 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
         // room, a method that cannot work here without fallback) creates nothing; a dry run
         // stops here.
         unique_fd tmp(::openat(t->dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-        if (!tmp && !options.dry_run && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        const int tmp_err = tmp ? 0 : errno;
+        if (!tmp && !options.dry_run && (tmp_err == EOPNOTSUPP || tmp_err == EISDIR || tmp_err == EINVAL)) {
             // No O_TMPFILE on this filesystem: no preview; the run below still removes the
             // file it creates if it fails.
         } else if (!tmp) {
-            return make_error_msg(errno, fmt::format("{} {}: the file does not exist, and an unnamed file to probe "
-                                                     "its filesystem could not be made: {}",
-                                                     options.dry_run ? "dry run" : "create", path,
-                                                     errno_text(errno)));
+            return make_error_msg(tmp_err, fmt::format("{} {}: the file does not exist, and an unnamed file to "
+                                                       "probe its filesystem could not be made: {}",
+                                                       options.dry_run ? "dry run" : "create", path,
+                                                       errno_text(tmp_err)));
         } else {
             preallocate_options preview = options;
             preview.dry_run = true;
