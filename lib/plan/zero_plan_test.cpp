@@ -197,6 +197,25 @@ extent::extent ext(std::uint64_t off, std::uint64_t len, kind k, std::optional<s
     return e;
 }
 
+// The zeroing operations of a file plan (allocation aside) cover [offset, offset + length)
+// exactly: in order, no gap, no overlap, and each NVMe command's blocks are its bytes. An
+// empty plan fails here rather than passing every per-operation check vacuously.
+void expect_file_cover(const std::vector<operation>& ops, std::uint64_t offset, std::uint64_t length) {
+    ASSERT_FALSE(ops.empty());
+    std::uint64_t at = offset;
+    for (const auto& op : ops) {
+        if (op.kind == op_kind::allocate) {
+            continue;
+        }
+        EXPECT_EQ(op.offset, at) << op.reason;
+        if (op.kind == op_kind::nvme_write_zeroes) {
+            EXPECT_EQ(std::uint64_t{op.nlb} * 512, op.length) << op.reason;
+        }
+        at = op.offset + op.length;
+    }
+    EXPECT_EQ(at, offset + length);
+}
+
 TEST(PlanFile, WrittenExtentsInPlaceUnwrittenByWrites) {
     auto c = nvme_file(0x09);
     request req{0, 3 << 20};
@@ -205,13 +224,14 @@ TEST(PlanFile, WrittenExtentsInPlaceUnwrittenByWrites) {
                                       ext(2 << 20, 1 << 20, kind::hole)};
     auto p = plan_file_extents(c, req, es);
     ASSERT_TRUE(p) << p.error().message;
+    expect_file_cover(p->operations, 0, 3 << 20);
     std::uint64_t nvme_bytes = 0, write_bytes = 0;
     for (const auto& op : p->operations) {
         if (op.kind == op_kind::nvme_write_zeroes) {
             nvme_bytes += op.length;
-            // Namespace LBAs: the partition's start is added to FIEMAP's physical offset.
-            EXPECT_GE(op.slba, ((8U << 20) + (1U << 20)) / 512);
-            EXPECT_LT(op.slba, ((9U << 20) + (1U << 20)) / 512);
+            // Namespace LBAs: the partition's start is added to FIEMAP's physical offset
+            // (the extent at file offset 0 is at 8 MiB).
+            EXPECT_EQ(op.slba, ((8U << 20) + (1U << 20) + op.offset) / 512);
             EXPECT_TRUE(op.deac);  // 8 MiB + 1 MiB is 8 KiB aligned
         } else {
             EXPECT_EQ(op.kind, op_kind::write_direct);
@@ -231,10 +251,14 @@ TEST(PlanFile, NoDeacWithoutWzds) {
     std::vector<extent::extent> es = {ext(0, 1 << 20, kind::written, 8 << 20)};
     auto p = plan_file_extents(c, req, es);
     ASSERT_TRUE(p);
-    for (const auto& op : p->operations) {
-        EXPECT_EQ(op.kind, op_kind::nvme_write_zeroes);
-        EXPECT_FALSE(op.deac);
-    }
+    expect_file_cover(p->operations, 0, 1 << 20);
+    // One command in place, at the extent's namespace LBA: FIEMAP's 8 MiB plus the
+    // partition's 1 MiB, in 512-byte blocks; DRB=001b alone (WZDS=0) gives no DEAC.
+    ASSERT_EQ(p->operations.size(), 1U);
+    EXPECT_EQ(p->operations[0].kind, op_kind::nvme_write_zeroes);
+    EXPECT_EQ(p->operations[0].slba, ((8U << 20) + (1U << 20)) / 512);
+    EXPECT_EQ(p->operations[0].nlb, 2048U);
+    EXPECT_FALSE(p->operations[0].deac);
 }
 
 TEST(PlanFile, SharedAndOddExtentsAreNeverZeroedInPlace) {
@@ -245,8 +269,10 @@ TEST(PlanFile, SharedAndOddExtentsAreNeverZeroedInPlace) {
                                       ext(16384, 4096, kind::inline_data)};
     auto p = plan_file_extents(c, req, es);
     ASSERT_TRUE(p);
+    // Data writes over all five extents, none in place.
+    expect_file_cover(p->operations, 0, 5 * 4096);
     for (const auto& op : p->operations) {
-        EXPECT_NE(op.kind, op_kind::nvme_write_zeroes);
+        EXPECT_EQ(op.kind, op_kind::write_direct) << op.reason;
     }
 }
 
