@@ -1,5 +1,7 @@
 #include "plan/assess.hpp"
 
+#include "probe/nvme_decode.hpp"
+
 #include <gtest/gtest.h>
 
 namespace wz::plan {
@@ -31,7 +33,11 @@ capabilities raw_nvme(std::uint8_t dlfeat, bool vwc_present, std::optional<bool>
     c.device->kind = "nvme";
     c.device->disk = "/dev/nvme0n1";
     c.write_zeroes.max_bytes = 512 * 1024;
-    c.write_zeroes.unmap = (dlfeat & 0x9) == 0x9;
+    // The fields as the probe derives them from DLFEAT (nvme_probe.cpp), so that the rule
+    // tested here is the one a real record carries. Linux advertises unmap write zeroes on
+    // the same condition as DEAC (WZDS=1 and DRB=001b).
+    const auto dl = nvme::decode_dlfeat(dlfeat);
+    c.write_zeroes.unmap = dl.deac_usable;
     c.write_zeroes.unmap_max_bytes = c.write_zeroes.unmap.value() ? 1U << 20 : 0;
     c.cache.kernel = cache_mode::write_back;  // Linux says this whenever VWC is present
     c.cache.fua = true;
@@ -40,9 +46,9 @@ capabilities raw_nvme(std::uint8_t dlfeat, bool vwc_present, std::optional<bool>
     n.oncs = 0x15d;
     n.write_zeroes_supported = true;
     n.dlfeat = dlfeat;
-    n.wzds = (dlfeat & 0x8) != 0;
-    n.dlfeat_read_behavior = dlfeat & 0x7;
-    n.deac = n.wzds.value() && n.dlfeat_read_behavior == 1;
+    n.wzds = dl.wzds;
+    n.dlfeat_read_behavior = dl.read_behavior;
+    n.deac = dl.deac_usable;
     n.npdg_bytes = 8192;
     n.npda_bytes = 8192;
     n.vwc_present = vwc_present;

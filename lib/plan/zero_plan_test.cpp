@@ -1,6 +1,7 @@
 #include "plan/zero_plan.hpp"
 
 #include "plan/assess.hpp"
+#include "probe/nvme_decode.hpp"
 
 #include <gtest/gtest.h>
 
@@ -173,10 +174,10 @@ capabilities nvme_file(std::uint8_t dlfeat, const std::string& fstype = "ext4") 
     n.oncs = 0x15d;
     n.write_zeroes_supported = true;
     n.dlfeat = dlfeat;
-    auto d = dlfeat;
-    n.wzds = (d & 8) != 0;
-    n.dlfeat_read_behavior = d & 7;
-    n.deac = n.wzds.value() && (d & 7) == 1;
+    const auto dl = nvme::decode_dlfeat(dlfeat);  // as the probe derives them
+    n.wzds = dl.wzds;
+    n.dlfeat_read_behavior = dl.read_behavior;
+    n.deac = dl.deac_usable;
     n.npdg_bytes = 8192;
     n.npda_bytes = 8192;
     n.wzsl = 0;
