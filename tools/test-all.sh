@@ -2,7 +2,8 @@
 # Every test: installs what is missing, builds with warnings as errors, runs the unit tests
 # (ctest), the fstests on the host (ext4, xfs, btrfs, tmpfs on loop devices) and the fstests
 # in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels). Run as root.
-# The last line is the total: "total: N passed, N failed, N skipped".
+# Before the total, the counts per layer (unit, host fstests, VM fstests) and the VM tests
+# retried after a rig stall; the last line is the total: "total: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$repo/tools/install-deps.sh" || exit 1
@@ -12,27 +13,54 @@ bash "$repo/tools/build.sh" || exit 1
 echo "== unit tests (ctest)"
 ctest_log=$(mktemp)
 (cd "$repo/build" && ctest -j 2 --output-on-failure) | tee "$ctest_log"
+# Each test once, from its own result line "N/M Test #K: NAME ....   STATUS  T sec": Passed,
+# ***Skipped (SKIP_RETURN_CODE, SKIP_REGULAR_EXPRESSION), ***Not Run (Disabled) are what they
+# say; everything else (***Failed, ***Not Run for a missing executable, ***Timeout,
+# ***Exception...) failed. The names in ctest's closing lists ("(Not Run)", "(Skipped)") are
+# not counted again. ctest's "out of N" counts passed + skipped + failed, not disabled: the
+# two must agree.
+read -r u_pass u_fail u_skip u_disabled < <(awk '
+	/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: / {
+		if ($0 ~ / Passed +[0-9.]+ sec$/) { p++ }
+		else if ($0 ~ /\*\*\*Skipped +[0-9.]+ sec$/) { s++ }
+		else if ($0 ~ /\*\*\*Not Run \(Disabled\) +[0-9.]+ sec$/) { d++ }
+		else { f++ }
+	}
+	END { print p + 0, f + 0, s + 0, d + 0 }' "$ctest_log")
 u_total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$ctest_log")
-u_fail=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$ctest_log")
-u_skip=$(grep -c '\*\*\*Skipped\|Not Run' "$ctest_log")
+u_total_fail=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$ctest_log")
 rm -f "$ctest_log"
 if [ -z "$u_total" ]; then
 	echo "test-all: ctest printed no summary" >&2
-	u_total=1 u_fail=1
+	u_fail=$((u_fail + 1))
+elif [ $((u_pass + u_fail + u_skip)) -ne "$u_total" ] || [ "$u_fail" -ne "$u_total_fail" ]; then
+	echo "test-all: ctest's summary ($u_total_fail failed out of $u_total) disagrees with its" \
+		"result lines ($u_pass passed, $u_fail failed, $u_skip skipped)" >&2
+	u_fail=$((u_fail + 1))
 fi
-u_pass=$((u_total - u_fail - u_skip))
-echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
+u_skip=$((u_skip + u_disabled))
 
 echo "== fstests"
 fst_log=$(mktemp)
 "$repo/fstests/check" "$@" | tee "$fst_log"
-f_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$fst_log" | tail -n 1)
+# check's closing line "N passed, N failed, N skipped, N retried" and its lines per layer.
+f_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$fst_log" | tail -n 1)
+h_line=$(sed -n 's/^host fstests: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fst_log" | tail -n 1)
+v_line=$(sed -n 's/^VM fstests: \([0-9]* passed, [0-9]* failed, [0-9]* skipped, [0-9]* retried\)$/\1/p' "$fst_log" | tail -n 1)
 rm -f "$fst_log"
-read -r f_pass _ f_fail _ f_skip _ <<<"${f_line:-0 passed, 1 failed, 0 skipped}"
+if [ -z "$f_line" ]; then
+	echo "test-all: fstests/check printed no summary" >&2
+fi
+read -r f_pass _ f_fail _ f_skip _ f_retry _ <<<"${f_line:-0 passed, 1 failed, 0 skipped, 0 retried}"
+f_retry=${f_retry:-0}
 
 pass=$((u_pass + f_pass))
 fail=$((u_fail + f_fail))
 skip=$((u_skip + f_skip))
 echo
+echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
+echo "host fstests: ${h_line:-(no count)}"
+echo "VM fstests: ${v_line:-(no count)}"
+echo "retried after a rig stall: $f_retry"
 echo "total: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
