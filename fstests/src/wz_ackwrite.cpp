@@ -86,10 +86,12 @@ void print_usage() {
         "      line) with O_DIRECT, or with NVMe Read through the namespace's char device (--via\n"
         "      nvme: no page cache of the block device can answer); prints\n"
         "      \"verify: N acked, N intact, N bad\" and one line per bad block on stderr.\n"
-        "  wz_ackwrite refresh [--mode M] [--unsafe] PATH [--then CMD]...\n"
+        "  wz_ackwrite refresh [--mode M] [--unsafe] [--trace-marker] PATH [--then CMD]...\n"
         "      opens a writer over the first 1 MiB, then for each CMD runs it (sh -c), calls\n"
         "      refresh() and prints the mode; one durable write after each step, with the\n"
-        "      writer's FUA and flush counts for it.\n"
+        "      writer's FUA and flush counts for it. --trace-marker: \"wzstep N begin\" and\n"
+        "      \"wzstep N end\" around the N-th write (from 0) in trace_marker, so that the\n"
+        "      device's commands for that write can be counted in the trace.\n"
         "  wz_ackwrite errors PATH\n"
         "      the writer's answers to bad requests, one \"CASE: ERRNO: message\" line each.\n",
         stdout);
@@ -645,12 +647,33 @@ int run_verify(const std::string& path, const std::string& acks, const std::stri
 // refresh
 // ---------------------------------------------------------------------------
 
-// One durable 4 KiB write at the start of the range; prints the FUA writes and flushes it cost.
-void one_write(wz::writer& w, std::uint64_t offset, std::uint64_t seq) {
+// trace_marker, open for the life of a refresh run; closed best-effort (nothing to report).
+struct marker_file {
+    int fd = -1;
+    marker_file() = default;
+    marker_file(const marker_file&) = delete;
+    marker_file& operator=(const marker_file&) = delete;
+    ~marker_file() {
+        if (fd >= 0) {
+            (void)::close(fd);  // deliberately ignored: write-only trace marker
+        }
+    }
+};
+
+// One durable 4 KiB write at the start of the range; prints the FUA writes and flushes it cost,
+// by the writer's own counters. With marker_fd, "wzstep SEQ begin/end" bracket the write in the
+// kernel's trace, so a test can count the commands the device was sent for it (nvme/013).
+void one_write(wz::writer& w, std::uint64_t offset, std::uint64_t seq, int marker_fd) {
     auto buf = alloc_aligned(block_bytes, w.alignment());
     fill_block(buf.get(), 0x7e57, seq, offset);
     const wz::writer_stats before = w.stats();
+    if (marker_fd >= 0) {
+        write_line(marker_fd, fmt::format("wzstep {} begin\n", seq));
+    }
     auto r = w.pwrite(buf.get(), block_bytes, offset);
+    if (marker_fd >= 0) {
+        write_line(marker_fd, fmt::format("wzstep {} end\n", seq));
+    }
     const wz::writer_stats after = w.stats();
     if (!r) {
         std::printf("  write: failed: %s\n", r.error().message.c_str());
@@ -661,7 +684,16 @@ void one_write(wz::writer& w, std::uint64_t offset, std::uint64_t seq) {
                 static_cast<unsigned long long>(after.flushes - before.flushes));
 }
 
-int run_refresh(const std::string& path, const wz::writer_options& opt, const std::vector<std::string>& steps) {
+int run_refresh(const std::string& path, const wz::writer_options& opt, const std::vector<std::string>& steps,
+                bool trace_marker) {
+    marker_file marker;
+    if (trace_marker) {
+        marker.fd = ::open(trace_marker_path, O_WRONLY | O_CLOEXEC);
+        if (marker.fd < 0) {
+            std::fprintf(stderr, "wz_ackwrite: open %s: %s\n", trace_marker_path, std::strerror(errno));
+            return exit_failure;
+        }
+    }
     auto w = wz::writer::open(path, 0, 1 << 20, opt);
     if (!w) {
         std::printf("open (mode %s): failed: %s: %s\n", wz::to_string(opt.mode), code_name(w.error().code).c_str(),
@@ -671,7 +703,7 @@ int run_refresh(const std::string& path, const wz::writer_options& opt, const st
     std::printf("open (mode %s): %s\n", wz::to_string(opt.mode), wz::to_string(w->mode()));
     std::printf("  reason: %s\n", w->reason().c_str());
     std::fflush(stdout);
-    one_write(*w, 0, 0);
+    one_write(*w, 0, 0, marker.fd);
     std::uint64_t seq = 1;
     for (const auto& cmd : steps) {
         std::fflush(stdout);
@@ -682,7 +714,7 @@ int run_refresh(const std::string& path, const wz::writer_options& opt, const st
             continue;
         }
         std::printf("%s\n  reason: %s\n", wz::to_string(w->mode()), w->reason().c_str());
-        one_write(*w, block_bytes * seq, seq);
+        one_write(*w, block_bytes * seq, seq, marker.fd);
         seq++;
     }
     if (auto e = w->close()) {
@@ -900,7 +932,7 @@ int main(int argc, char** argv) {
         if (pos.size() != 1) {
             usage_error("refresh takes one PATH");
         }
-        return run_refresh(pos[0], w.options, steps);
+        return run_refresh(pos[0], w.options, steps, w.trace_marker);
     }
     if (cmd == "errors") {
         if (pos.size() != 1) {
