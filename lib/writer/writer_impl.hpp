@@ -48,6 +48,10 @@ struct async_engine {
     std::vector<std::uint32_t> awaiting_flush;  // flush mode: completed, waiting for a flush
     std::vector<std::uint32_t> flush_batch;     // made durable by the flush in flight
     bool flush_in_flight = false;
+    // Group commit: when the oldest write in awaiting_flush completed, and a running mean of
+    // how long a write takes from submit() to its completion (microseconds).
+    std::chrono::steady_clock::time_point awaiting_since;
+    double write_mean_us = 0;
     std::vector<writer_completion> ready;       // durable or failed, not yet handed back
     std::vector<double> ready_latency_us;
     std::optional<io::reaper> reaper;
