@@ -7,6 +7,7 @@
 #include "probe/fs.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
+#include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
 #include "util/unique_fd.hpp"
@@ -100,10 +101,8 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
                                                   path));
     }
     if (type != S_IFREG && type != S_IFBLK) {
-        const char* what = type == S_IFIFO ? "a FIFO" : type == S_IFCHR ? "a character device"
-                         : type == S_IFSOCK ? "a socket" : "not a regular file";
         return make_error_msg(EINVAL, fmt::format("stat {}: {} (expected a regular file or a block device)", path,
-                                                  what));
+                                                  target::type_name(type)));
     }
     caps.file_type = type == S_IFREG ? "regular" : "block";
 

@@ -25,9 +25,7 @@
 
 namespace wz::target {
 
-namespace {
-
-std::string type_name(mode_t mode) {
+const char* type_name(mode_t mode) noexcept {
     switch (mode & S_IFMT) {
     case S_IFIFO: return "a FIFO";
     case S_IFCHR: return "a character device";
@@ -37,6 +35,8 @@ std::string type_name(mode_t mode) {
     default: return "not a regular file or block device";
     }
 }
+
+namespace {
 
 std::string self_fd(int fd) { return fmt::format("/proc/self/fd/{}", fd); }
 

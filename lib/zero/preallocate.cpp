@@ -872,6 +872,10 @@ std::optional<error_info> runner::check_free_space(const capabilities& caps) {
         while (true) {
             auto more = walk.next(batch);
             if (!more) {
+                const int err = more.error().code.value();
+                if (err != EOPNOTSUPP && err != ENOTTY) {
+                    return more.error();  // a failing map is an error, not "nothing allocated"
+                }
                 known = false;  // no FIEMAP: count the file's blocks instead, an upper bound
                 struct ::stat st {};
                 if (::fstat(fd_, &st) == 0) {
