@@ -29,7 +29,8 @@ struct error_info {
     std::string message;  // "open /mnt/x: Permission denied", already complete
 };
 
-// C++20 has no std::expected: a small result type in its spirit.
+// C++20 has no std::expected: a small result type in its spirit. A result holds either
+// the value or the error; value() on an error is a programming error (std::bad_variant_access).
 template <class T>
 class [[nodiscard]] result {
 public:
@@ -48,6 +49,24 @@ public:
 
 private:
     std::variant<T, wz::error_info> v_;
+};
+
+// The outcome of a call that returns nothing: success, or the error (as RocksDB's Status).
+// Decide on ok() and error().code, never on the message text. Deliberately not convertible
+// to bool: the calls it replaced returned std::optional<error_info>, where "true" meant
+// failure, and code written for those must fail to compile rather than invert silently.
+class [[nodiscard]] status {
+public:
+    status() noexcept = default;                                    // success
+    status(error_info err) : err_(std::move(err)) {}                // NOLINT(google-explicit-constructor)
+    [[nodiscard]] bool ok() const noexcept { return !err_.has_value(); }
+    [[nodiscard]] std::error_code code() const noexcept { return err_ ? err_->code : std::error_code(); }
+    // The error; only after !ok() (std::bad_optional_access otherwise).
+    [[nodiscard]] const error_info& error() const& { return err_.value(); }
+    [[nodiscard]] error_info&& error() && { return std::move(err_).value(); }
+
+private:
+    std::optional<error_info> err_;
 };
 
 // ---------------------------------------------------------------------------
@@ -156,8 +175,8 @@ struct cache_info {
     std::optional<bool> flush_needed;            // does a durable write need a cache flush?
     std::string flush_reason;
     // Regular files: is an O_DSYNC/RWF_DSYNC O_DIRECT overwrite of written extents sent as a
-    // FUA write with no flush? Confirmed at the device (QEMU trace, fstests host/009) for xfs
-    // and ext4 (also without lazytime) on Linux 6.1 and 7.2; not claimed elsewhere.
+    // FUA write with no flush? true only on filesystems where this has been confirmed at the
+    // device (wzero(1) lists them), nullopt elsewhere: never claimed from the kernel's word.
     std::optional<bool> dsync_overwrite_fua;
     std::string dsync_overwrite_reason;
 };
