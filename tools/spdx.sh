@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX licence identifiers on every source file of the repository.
+#   tools/spdx.sh --check   list files without one; exit 1 if any (run by ctest)
+#   tools/spdx.sh --add     add the line where it is missing (after a #! line, as a comment
+#                           in the file's own syntax)
+# Data files (golden .out files, recorded Identify pages, tables, the licence, Markdown) carry
+# none: they are not code, and a comment would change what they hold.
+set -euo pipefail
+mode=${1:?usage: tools/spdx.sh --check|--add}
+cd "$(dirname "$0")/.."
+id='SPDX-License-Identifier: MIT'
+
+comment_for() {
+  case $1 in
+    *.c | *.h | *.map) echo "/* $id */" ;;
+    *.cpp | *.hpp) echo "// $id" ;;
+    *.1 | *.3) echo ".\\\" $id" ;;
+    *) echo "# $id" ;;
+  esac
+}
+
+skipped() {
+  case $1 in
+    LICENSE | *.md | *.out | *.hex | *.table | *.gitignore | lib/probe/testdata/README) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+missing=()
+while IFS= read -r f; do
+  skipped "$f" && continue
+  [ -f "$f" ] || continue
+  if ! head -n 5 "$f" | grep -q 'SPDX-License-Identifier:'; then
+    missing+=("$f")
+  fi
+done < <(git ls-files)
+
+if [ "$mode" = --check ]; then
+  if [ ${#missing[@]} -gt 0 ]; then
+    printf 'no SPDX-License-Identifier in the first 5 lines: %s\n' "${missing[@]}" >&2
+    exit 1
+  fi
+  echo "spdx: every source file carries an SPDX-License-Identifier"
+  exit 0
+fi
+
+for f in "${missing[@]}"; do
+  line=$(comment_for "$f")
+  tmp=$(mktemp)
+  if head -n 1 "$f" | grep -q '^#!'; then
+    { head -n 1 "$f"; echo "$line"; tail -n +2 "$f"; } >"$tmp"
+  elif [[ $f == *.1 || $f == *.3 ]] && head -n 1 "$f" | grep -q "^'\\\\\""; then
+    { head -n 1 "$f"; echo "$line"; tail -n +2 "$f"; } >"$tmp"
+  else
+    { echo "$line"; cat "$f"; } >"$tmp"
+  fi
+  chmod --reference="$f" "$tmp"
+  mv "$tmp" "$f"
+  echo "added: $f"
+done
