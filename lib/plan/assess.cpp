@@ -1,5 +1,7 @@
 #include "plan/assess.hpp"
 
+#include "probe/fs_traits.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -8,8 +10,9 @@ namespace wz::plan {
 
 namespace {
 
-bool in_place_fs(const std::string& type) {
-    return type == "ext4" || type == "xfs";
+// The traits of the record's filesystem (none for a block device).
+fsprobe::fs_traits traits_of(const capabilities& caps) {
+    return caps.fs ? fsprobe::fs_traits_of(caps.fs->type) : fsprobe::fs_traits{};
 }
 
 std::string bytes_text(std::uint64_t b) {
@@ -49,9 +52,7 @@ std::optional<kernel_version> parse_kernel_release(const std::string& release) {
 // What RWF_DSYNC on an O_DIRECT overwrite of written extents costs at the device. The
 // iomap direct I/O path sends it as one FUA write and skips the flush when the queue has
 // FUA and the inode needs no metadata for fdatasync (IOMAP_F_DIRTY clear): a pure overwrite.
-// ext4's mtime update does not count as datasync metadata (i_datasync_tid is not advanced),
-// so ext4 qualifies without lazytime. Measured with QEMU's trace events (0 flushes for 200
-// writes on xfs, ext4 and ext4 lazytime; Linux 6.1 and 7.2): fstests host/009.
+// Where that is confirmed: fs_traits::dsync_overwrite_fua.
 static void assess_dsync_overwrite(capabilities& caps) {
     cache_info& c = caps.cache;
     if (caps.file_type != "regular" || !caps.device) {
@@ -60,11 +61,12 @@ static void assess_dsync_overwrite(capabilities& caps) {
         return;
     }
     const std::string fs = caps.fs ? caps.fs->type : std::string();
-    if (fs != "xfs" && fs != "ext4") {
+    const fsprobe::fs_traits traits = traits_of(caps);
+    if (!traits.dsync_overwrite_fua) {
         c.dsync_overwrite_fua = false;
         c.dsync_overwrite_reason = fmt::format("{}: not confirmed to send O_DSYNC overwrites as FUA alone{}",
                                                fs.empty() ? "unknown filesystem" : fs,
-                                               fs == "btrfs" ? " (copy on write: each overwrite is new metadata)" : "");
+                                               traits.cow ? " (copy on write: each overwrite is new metadata)" : "");
         return;
     }
     if (!c.fua) {
@@ -87,8 +89,9 @@ void assess_cache(capabilities& caps) {
         c.flush_needed = false;
         c.effective_reason = fmt::format("no block device under {} ({}): nothing to cache",
                                          caps.path, caps.fs ? caps.fs->type : "?");
-        c.flush_reason = caps.fs && caps.fs->type == "tmpfs"
-                             ? "tmpfs keeps data in memory only: fsync does nothing and nothing is durable"
+        c.flush_reason = traits_of(caps).memory_only
+                             ? fmt::format("{} keeps data in memory only: fsync does nothing and nothing is durable",
+                                           caps.fs->type)
                              : "no block device: the filesystem decides what fsync does";
         return;
     }
@@ -154,10 +157,10 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
         if (caps.fs->fallocate == false) {
             return no(caps.fs->fallocate_reason);
         }
-        if (caps.fs->type != "ext4") {
-            return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for ext4 and "
+        if (!traits_of(caps).kernel_write_zeroes) {
+            return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for {} and "
                                   "block devices)",
-                                  caps.fs->type));
+                                  caps.fs->type, fsprobe::fs_names_with(&fsprobe::fs_traits::kernel_write_zeroes)));
         }
     }
     if (!caps.device) {
@@ -173,7 +176,7 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
                               caps.device->disk));
     }
     return yes(fmt::format("{}{} with unmap write zeroes (up to {} per command), Linux {}.{}",
-                           is_block ? "block device " : "ext4 on ", caps.device->disk,
+                           is_block ? std::string("block device ") : caps.fs->type + " on ", caps.device->disk,
                            bytes_text(*caps.write_zeroes.unmap_max_bytes), in.kernel->major, in.kernel->minor));
 }
 
@@ -190,10 +193,11 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
     }
     const nvme_info& n = *caps.nvme;
     if (caps.file_type == "regular") {
-        if (!caps.fs || !in_place_fs(caps.fs->type)) {
-            return no(fmt::format("{} is not ext4 or xfs: passthrough zeroing of file extents is only done where "
+        if (!traits_of(caps).in_place_rezero) {
+            return no(fmt::format("{} is not {}: passthrough zeroing of file extents is only done where "
                                   "extents are overwritten in place",
-                                  caps.fs ? caps.fs->type : "the filesystem"));
+                                  caps.fs ? caps.fs->type : "the filesystem",
+                                  fsprobe::fs_names_with(&fsprobe::fs_traits::in_place_rezero)));
         }
     }
     if (!n.write_zeroes_supported) {
