@@ -1,5 +1,6 @@
 #include "plan/assess.hpp"
 
+#include "plan/method_order.hpp"
 #include "probe/fs_traits.hpp"
 
 #include <fmt/format.h>
@@ -257,22 +258,29 @@ method_assessment assess_write(const capabilities& caps) {
     return yes("buffered writes of zeroes (O_DIRECT is not supported here)");
 }
 
+method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m) {
+    switch (m) {
+    case zero_method::kernel: return assess_kernel(caps, in);
+    case zero_method::nvme_deac: return assess_nvme(caps, in, true);
+    case zero_method::nvme: return assess_nvme(caps, in, false);
+    case zero_method::zeroout: return assess_zeroout(caps);
+    case zero_method::write: return assess_write(caps);
+    }
+    return unknown("not assessed");
+}
+
 void assess(capabilities& caps, const assess_inputs& in) {
     assess_cache(caps);
     caps.methods.clear();
-    caps.methods[zero_method::kernel] = assess_kernel(caps, in);
-    caps.methods[zero_method::nvme_deac] = assess_nvme(caps, in, true);
-    caps.methods[zero_method::nvme] = assess_nvme(caps, in, false);
-    caps.methods[zero_method::zeroout] = assess_zeroout(caps);
-    caps.methods[zero_method::write] = assess_write(caps);
+    for (zero_method m : all_zero_methods) {
+        caps.methods[m] = assess_method(caps, in, m);
+    }
 
     auto usable = [&](zero_method m) { return caps.methods[m].usable.value_or(false); };
     caps.recommended_method.reset();
     if (caps.file_type == "block") {
-        // Passthrough first: it can keep DEAC to the NPDA/NPDG-aligned spans, which the
-        // kernel's path does not.
-        for (zero_method m : {zero_method::nvme_deac, zero_method::kernel, zero_method::nvme, zero_method::zeroout,
-                              zero_method::write}) {
+        // Passthrough with DEAC first (block_device_first says why).
+        for (zero_method m : block_device_order()) {
             if (usable(m)) {
                 caps.recommended_method = m;
                 caps.recommended_reason = caps.methods[m].reason;

@@ -34,26 +34,6 @@ namespace {
 constexpr std::size_t max_reported_steps = 256;
 constexpr std::uint32_t extent_batch = 512;
 
-plan::method_choice to_choice(method_request m) {
-    switch (m) {
-    case method_request::kernel: return plan::method_choice::kernel;
-    case method_request::nvme: return plan::method_choice::nvme;
-    case method_request::zeroout: return plan::method_choice::zeroout;
-    case method_request::write: return plan::method_choice::write;
-    case method_request::automatic: break;
-    }
-    return plan::method_choice::automatic;
-}
-
-plan::in_place_policy to_policy(in_place_mode m) {
-    switch (m) {
-    case in_place_mode::never: return plan::in_place_policy::never;
-    case in_place_mode::require: return plan::in_place_policy::require;
-    case in_place_mode::automatic: break;
-    }
-    return plan::in_place_policy::automatic;
-}
-
 planned_operation to_public(const plan::operation& op) {
     return {plan::to_string(op.kind), op.offset, op.length, op.slba, op.nlb, op.deac, op.reason};
 }
@@ -255,7 +235,7 @@ private:
     bool cancelled() const { return opt_.cancel != nullptr && opt_.cancel->load(); }
     plan::request request() const {
         const long page = ::sysconf(_SC_PAGESIZE);
-        return {offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place),
+        return {offset_, length_, opt_.method, opt_.fallback, opt_.in_place,
                 page > 0 ? static_cast<std::uint32_t>(page) : 4096U};
     }
     void progress(std::uint64_t bytes) {
