@@ -1,5 +1,8 @@
 #include "plan/assess.hpp"
 
+#include "plan/method_order.hpp"
+#include "probe/fs_traits.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -8,8 +11,9 @@ namespace wz::plan {
 
 namespace {
 
-bool in_place_fs(const std::string& type) {
-    return type == "ext4" || type == "xfs";
+// The traits of the record's filesystem (none for a block device).
+fsprobe::fs_traits traits_of(const capabilities& caps) {
+    return caps.fs ? fsprobe::fs_traits_of(caps.fs->type) : fsprobe::fs_traits{};
 }
 
 std::string bytes_text(std::uint64_t b) {
@@ -49,9 +53,7 @@ std::optional<kernel_version> parse_kernel_release(const std::string& release) {
 // What RWF_DSYNC on an O_DIRECT overwrite of written extents costs at the device. The
 // iomap direct I/O path sends it as one FUA write and skips the flush when the queue has
 // FUA and the inode needs no metadata for fdatasync (IOMAP_F_DIRTY clear): a pure overwrite.
-// ext4's mtime update does not count as datasync metadata (i_datasync_tid is not advanced),
-// so ext4 qualifies without lazytime. Measured with QEMU's trace events (0 flushes for 200
-// writes on xfs, ext4 and ext4 lazytime; Linux 6.1 and 7.2): fstests host/009.
+// Where that is confirmed: fs_traits::dsync_overwrite_fua.
 static void assess_dsync_overwrite(capabilities& caps) {
     cache_info& c = caps.cache;
     if (caps.file_type != "regular" || !caps.device) {
@@ -60,11 +62,12 @@ static void assess_dsync_overwrite(capabilities& caps) {
         return;
     }
     const std::string fs = caps.fs ? caps.fs->type : std::string();
-    if (fs != "xfs" && fs != "ext4") {
+    const fsprobe::fs_traits traits = traits_of(caps);
+    if (!traits.dsync_overwrite_fua) {
         c.dsync_overwrite_fua = false;
         c.dsync_overwrite_reason = fmt::format("{}: not confirmed to send O_DSYNC overwrites as FUA alone{}",
                                                fs.empty() ? "unknown filesystem" : fs,
-                                               fs == "btrfs" ? " (copy on write: each overwrite is new metadata)" : "");
+                                               traits.cow ? " (copy on write: each overwrite is new metadata)" : "");
         return;
     }
     if (!c.fua) {
@@ -87,8 +90,9 @@ void assess_cache(capabilities& caps) {
         c.flush_needed = false;
         c.effective_reason = fmt::format("no block device under {} ({}): nothing to cache",
                                          caps.path, caps.fs ? caps.fs->type : "?");
-        c.flush_reason = caps.fs && caps.fs->type == "tmpfs"
-                             ? "tmpfs keeps data in memory only: fsync does nothing and nothing is durable"
+        c.flush_reason = traits_of(caps).memory_only
+                             ? fmt::format("{} keeps data in memory only: fsync does nothing and nothing is durable",
+                                           caps.fs->type)
                              : "no block device: the filesystem decides what fsync does";
         return;
     }
@@ -154,10 +158,10 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
         if (caps.fs->fallocate == false) {
             return no(caps.fs->fallocate_reason);
         }
-        if (caps.fs->type != "ext4") {
-            return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for ext4 and "
+        if (!traits_of(caps).kernel_write_zeroes) {
+            return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for {} and "
                                   "block devices)",
-                                  caps.fs->type));
+                                  caps.fs->type, fsprobe::fs_names_with(&fsprobe::fs_traits::kernel_write_zeroes)));
         }
     }
     if (!caps.device) {
@@ -173,7 +177,7 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
                               caps.device->disk));
     }
     return yes(fmt::format("{}{} with unmap write zeroes (up to {} per command), Linux {}.{}",
-                           is_block ? "block device " : "ext4 on ", caps.device->disk,
+                           is_block ? std::string("block device ") : caps.fs->type + " on ", caps.device->disk,
                            bytes_text(*caps.write_zeroes.unmap_max_bytes), in.kernel->major, in.kernel->minor));
 }
 
@@ -190,10 +194,11 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
     }
     const nvme_info& n = *caps.nvme;
     if (caps.file_type == "regular") {
-        if (!caps.fs || !in_place_fs(caps.fs->type)) {
-            return no(fmt::format("{} is not ext4 or xfs: passthrough zeroing of file extents is only done where "
+        if (!traits_of(caps).in_place_rezero) {
+            return no(fmt::format("{} is not {}: passthrough zeroing of file extents is only done where "
                                   "extents are overwritten in place",
-                                  caps.fs ? caps.fs->type : "the filesystem"));
+                                  caps.fs ? caps.fs->type : "the filesystem",
+                                  fsprobe::fs_names_with(&fsprobe::fs_traits::in_place_rezero)));
         }
     }
     if (!n.write_zeroes_supported) {
@@ -253,22 +258,29 @@ method_assessment assess_write(const capabilities& caps) {
     return yes("buffered writes of zeroes (O_DIRECT is not supported here)");
 }
 
+method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m) {
+    switch (m) {
+    case zero_method::kernel: return assess_kernel(caps, in);
+    case zero_method::nvme_deac: return assess_nvme(caps, in, true);
+    case zero_method::nvme: return assess_nvme(caps, in, false);
+    case zero_method::zeroout: return assess_zeroout(caps);
+    case zero_method::write: return assess_write(caps);
+    }
+    return unknown("not assessed");
+}
+
 void assess(capabilities& caps, const assess_inputs& in) {
     assess_cache(caps);
     caps.methods.clear();
-    caps.methods[zero_method::kernel] = assess_kernel(caps, in);
-    caps.methods[zero_method::nvme_deac] = assess_nvme(caps, in, true);
-    caps.methods[zero_method::nvme] = assess_nvme(caps, in, false);
-    caps.methods[zero_method::zeroout] = assess_zeroout(caps);
-    caps.methods[zero_method::write] = assess_write(caps);
+    for (zero_method m : all_zero_methods) {
+        caps.methods[m] = assess_method(caps, in, m);
+    }
 
     auto usable = [&](zero_method m) { return caps.methods[m].usable.value_or(false); };
     caps.recommended_method.reset();
     if (caps.file_type == "block") {
-        // Passthrough first: it can keep DEAC to the NPDA/NPDG-aligned spans, which the
-        // kernel's path does not.
-        for (zero_method m : {zero_method::nvme_deac, zero_method::kernel, zero_method::nvme, zero_method::zeroout,
-                              zero_method::write}) {
+        // Passthrough with DEAC first (block_device_first says why).
+        for (zero_method m : block_device_order()) {
             if (usable(m)) {
                 caps.recommended_method = m;
                 caps.recommended_reason = caps.methods[m].reason;

@@ -32,6 +32,9 @@ struct assess_inputs {
 // caps.recommended_method from everything else in the record.
 void assess(capabilities& caps, const assess_inputs& in);
 
+// One method's verdict: the switch that adding a method extends.
+method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m);
+
 // Pieces of assess(), exposed for the unit tests.
 void assess_cache(capabilities& caps);
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in);

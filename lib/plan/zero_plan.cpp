@@ -1,5 +1,6 @@
 #include "plan/zero_plan.hpp"
 
+#include "plan/method_order.hpp"
 #include "util/errors.hpp"
 
 #include <fmt/format.h>
@@ -207,22 +208,21 @@ result<plan_result> plan_block_device(const capabilities& caps, const request& r
         ops.insert(ops.end(), split.tail.begin(), split.tail.end());
     };
 
-    std::vector<method_choice> order;
-    if (req.method == method_choice::automatic) {
-        order = {method_choice::nvme, method_choice::kernel, method_choice::zeroout, method_choice::write};
-    } else {
-        order = {req.method};
-        if (req.fallback) {
-            for (auto m : {method_choice::nvme, method_choice::kernel, method_choice::zeroout, method_choice::write}) {
-                if (m != req.method) {
-                    order.push_back(m);
-                }
+    // The requested method first; then, or for automatic, the block device's order.
+    std::vector<method_request> order;
+    if (req.method != method_request::automatic) {
+        order.push_back(req.method);
+    }
+    if (req.method == method_request::automatic || req.fallback) {
+        for (method_request m : block_device_requests()) {
+            if (m != req.method) {
+                order.push_back(m);
             }
         }
     }
-    for (method_choice m : order) {
+    for (method_request m : order) {
         switch (m) {
-        case method_choice::nvme: {
+        case method_request::nvme: {
             const bool deac_ok = usable(caps, zero_method::nvme_deac);
             if (!deac_ok && !usable(caps, zero_method::nvme)) {
                 r.notes.push_back("nvme: " + why(caps, zero_method::nvme));
@@ -241,7 +241,7 @@ result<plan_result> plan_block_device(const capabilities& caps, const request& r
             edges(r.operations);
             return r;
         }
-        case method_choice::kernel:
+        case method_request::kernel:
             if (!usable(caps, zero_method::kernel)) {
                 r.notes.push_back("kernel: " + why(caps, zero_method::kernel));
                 continue;
@@ -252,37 +252,36 @@ result<plan_result> plan_block_device(const capabilities& caps, const request& r
             }
             edges(r.operations);
             return r;
-        case method_choice::zeroout:
+        case method_request::zeroout:
             if (mid_end > mid_start) {
                 r.operations.push_back({op_kind::zeroout, mid_start, mid_end - mid_start, 0, 0, false,
                                         why(caps, zero_method::zeroout)});
             }
             edges(r.operations);
             return r;
-        case method_choice::write:
+        case method_request::write:
             split_write_range(mid_start, mid_end - mid_start, lbs, "data writes of zeroes", r.operations);
             edges(r.operations);
             return r;
-        case method_choice::automatic: break;
+        case method_request::automatic: break;
         }
     }
-    const char* name = req.method == method_choice::nvme ? "nvme" : req.method == method_choice::kernel ? "kernel"
-                                                                                                        : "zeroout";
-    return not_supported(caps, fmt::format("method {} is not supported here: {}", name,
+    const auto named = named_method(req.method);
+    return not_supported(caps, fmt::format("method {} is not supported here: {}", named ? to_string(*named) : "auto",
                                            r.notes.empty() ? std::string("no usable method") : r.notes.back()));
 }
 
 result<file_first_stage> plan_file_first_stage(const capabilities& caps, const request& req) {
     file_first_stage s;
-    if (req.method == method_choice::zeroout && !req.fallback) {
+    if (req.method == method_request::zeroout && !req.fallback) {
         return not_supported(caps, "method zeroout is not supported for regular files (block devices only)");
     }
     auto it = caps.methods.find(zero_method::kernel);
     // Tri-state without std::optional<bool>: g++ 12 warns (maybe-uninitialized) on a copy.
     const bool k_known = it != caps.methods.end() && it->second.usable.has_value();
     const bool k_usable = k_known && *it->second.usable;
-    const bool wants_kernel = req.method == method_choice::automatic || req.method == method_choice::kernel ||
-                              (req.fallback && req.method == method_choice::zeroout);
+    const bool wants_kernel = req.method == method_request::automatic || req.method == method_request::kernel ||
+                              (req.fallback && req.method == method_request::zeroout);
     if (!wants_kernel) {
         s.reason = "method chosen: skip FALLOC_FL_WRITE_ZEROES";
         return s;
@@ -295,7 +294,7 @@ result<file_first_stage> plan_file_first_stage(const capabilities& caps, const r
                            : "support unknown (" + why(caps, zero_method::kernel) + "): trying";
         return s;
     }
-    if (req.method == method_choice::kernel && !req.fallback) {
+    if (req.method == method_request::kernel && !req.fallback) {
         return not_supported(caps, "method kernel is not supported here: " + why(caps, zero_method::kernel));
     }
     s.reason = "kernel: " + why(caps, zero_method::kernel);
@@ -315,7 +314,7 @@ file_allocation plan_file_allocation(const capabilities& caps, const request& re
 }
 
 result<std::string> allocation_refused(const capabilities& caps, const request& req, const std::string& error_text) {
-    if (req.method == method_choice::nvme && !req.fallback) {
+    if (req.method == method_request::nvme && !req.fallback) {
         return not_supported(caps, fmt::format("method nvme is not supported here: {}; the range can only be "
                                                "allocated by data writes",
                                                error_text));
@@ -327,9 +326,9 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
                                       std::span<const extent::extent> extents) {
     plan_result r;
     const bool nvme_ok = usable(caps, zero_method::nvme_deac) || usable(caps, zero_method::nvme);
-    const bool nvme_allowed = nvme_ok && req.in_place != in_place_policy::never &&
-                              (req.method == method_choice::automatic || req.method == method_choice::nvme);
-    if (req.method == method_choice::nvme && !nvme_ok && !req.fallback) {
+    const bool nvme_allowed = nvme_ok && req.in_place != in_place_mode::never &&
+                              (req.method == method_request::automatic || req.method == method_request::nvme);
+    if (req.method == method_request::nvme && !nvme_ok && !req.fallback) {
         return not_supported(caps, "method nvme is not supported here: " + why(caps, zero_method::nvme));
     }
     if (caps.fs && caps.fs->cow) {
@@ -383,13 +382,13 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
                               "written extent: partial logical block", r.operations);
             continue;
         }
-        if (written && req.in_place == in_place_policy::require) {
+        if (written && req.in_place == in_place_mode::require) {
             return not_supported(caps, fmt::format("in-place zeroing required, but the written extent at offset {} "
                                                    "cannot be zeroed in place: {}",
                                                    e.offset, nvme_ok ? "in-place zeroing not allowed by --method"
                                                                      : why(caps, zero_method::nvme)));
         }
-        if (!written && req.method == method_choice::nvme && !req.fallback) {
+        if (!written && req.method == method_request::nvme && !req.fallback) {
             return not_supported(caps, fmt::format("method nvme: the {} extent at offset {} must be converted by "
                                                    "data writes",
                                                    extent::to_string(e.type), e.offset));

@@ -41,15 +41,12 @@ struct operation {
 // Which zeroing method the report attributes an operation's bytes to.
 zero_method method_of(const operation& op) noexcept;
 
-enum class method_choice { automatic, kernel, nvme, zeroout, write };
-enum class in_place_policy { automatic, never, require };
-
 struct request {
     std::uint64_t offset = 0;
     std::uint64_t length = 0;
-    method_choice method = method_choice::automatic;
+    method_request method = method_request::automatic;
     bool fallback = true;
-    in_place_policy in_place = in_place_policy::automatic;
+    in_place_mode in_place = in_place_mode::automatic;
     // The page cache's page size (sysconf(_SC_PAGESIZE), passed in to keep the planner pure).
     // A partial page at either end of the range also holds bytes outside it, which another
     // process may be writing through the page cache: such a page is only ever written through

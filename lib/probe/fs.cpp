@@ -1,10 +1,10 @@
 #include "probe/fs.hpp"
 
+#include "probe/fs_traits.hpp"
 #include "util/errors.hpp"
 
 #include <libmount.h>
 #include <linux/fs.h>
-#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -17,35 +17,6 @@
 #include <unordered_map>
 
 namespace wz::fsprobe {
-
-namespace {
-// Magics missing from Debian 12's linux/magic.h.
-constexpr std::uint64_t bcachefs_magic = 0xca451a4eULL;
-constexpr std::uint64_t zfs_magic = 0x2fc12fc1ULL;
-constexpr std::uint64_t fuse_magic = 0x65735546ULL;
-constexpr std::uint64_t nfs_magic = 0x6969ULL;
-constexpr std::uint64_t f2fs_magic = 0xF2F52010ULL;
-}  // namespace
-
-std::string fs_type_name(std::uint64_t magic) {
-    switch (magic) {
-    case EXT4_SUPER_MAGIC: return "ext4";  // ext2/3/4 share the magic; libmount tells them apart
-    case XFS_SUPER_MAGIC: return "xfs";
-    case BTRFS_SUPER_MAGIC: return "btrfs";
-    case TMPFS_MAGIC: return "tmpfs";
-    case bcachefs_magic: return "bcachefs";
-    case zfs_magic: return "zfs";
-    case fuse_magic: return "fuse";
-    case nfs_magic: return "nfs";
-    case f2fs_magic: return "f2fs";
-    case OVERLAYFS_SUPER_MAGIC: return "overlay";
-    default: return fmt::format("unknown({:#x})", magic);
-    }
-}
-
-bool is_cow_fs(const std::string& type) {
-    return type == "btrfs" || type == "bcachefs" || type == "zfs";
-}
 
 result<mount_entry> find_mount(const std::string& path, dev_t st_dev) {
     std::unique_ptr<libmnt_table, decltype(&mnt_free_table)> tb(mnt_new_table(), mnt_free_table);
@@ -109,46 +80,43 @@ result<fs_info> probe_fs(int fd, const std::string& path, dev_t st_dev, bool ref
     fs_info info;
     info.magic = static_cast<std::uint64_t>(sfs.f_type);
     info.block_size = static_cast<std::uint64_t>(sfs.f_bsize);
-    info.type = fs_type_name(info.magic);
     auto m = cached_mount(path, st_dev, refresh);
+    info.type = fs_type_name(info.magic, m ? std::string_view(m->fstype) : std::string_view());
     if (m) {
         info.mount_point = m->target;
         info.mount_source = m->source;
         info.mount_options = m->options;
-        // libmount knows ext2/ext3 from ext4, fuse subtypes, etc.
-        if (!m->fstype.empty() && (info.type.rfind("unknown", 0) == 0 || info.type == "ext4")) {
-            info.type = m->fstype;
-        }
     }
-    info.cow = is_cow_fs(info.type);
+    const fs_traits traits = fs_traits_of(info.type);
+    info.cow = traits.cow;
     if (info.cow) {
         info.cow_reason = fmt::format("{} writes data out of place: written extents do not make overwrites cheaper",
                                       info.type);
-        if (info.type == "btrfs") {
+        if (traits.nocow_per_file) {
             int flags = 0;
             if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL) != 0) {
                 info.cow = false;
-                info.cow_reason = "btrfs file with the No_COW attribute (chattr +C): data is overwritten in place";
+                info.cow_reason = fmt::format("{} file with the No_COW attribute (chattr +C): data is overwritten "
+                                              "in place",
+                                              info.type);
             } else if (info.mount_options.find("nodatacow") != std::string::npos) {
                 info.cow = false;
-                info.cow_reason = "btrfs mounted nodatacow: data is overwritten in place";
+                info.cow_reason = fmt::format("{} mounted nodatacow: data is overwritten in place", info.type);
             }
         }
     } else {
         info.cow_reason = fmt::format("{} overwrites allocated blocks in place", info.type);
     }
     int flags = 0;
-    const bool ext = info.type == "ext2" || info.type == "ext3" || info.type == "ext4";
+    const bool ext = traits.fallocate == fallocate_support::extents_flag;
     const int flags_err = ext && ::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0 ? errno : 0;
     assess_fallocate(info, ext ? std::optional<int>(flags) : std::nullopt, flags_err);
     return info;
 }
 
 void assess_fallocate(fs_info& info, std::optional<int> inode_flags, int flags_err) {
-    // ext2 (its own driver or ext4's) has no fallocate for indirect-mapped files, and the ext4
-    // driver refuses fallocate on any file without the extents flag (ext4_fallocate, every
-    // Linux since 3.x): ext3, and ext4 files kept from ext3. Seen on Linux 6.18: EOPNOTSUPP.
-    if (info.type == "ext2" || info.type == "ext3" || info.type == "ext4") {
+    switch (fs_traits_of(info.type).fallocate) {
+    case fallocate_support::extents_flag:
         if (flags_err != 0 || !inode_flags) {
             info.fallocate.reset();
             info.fallocate_reason = fmt::format("FS_IOC_GETFLAGS: {}: whether the file is extent-mapped is unknown",
@@ -164,12 +132,11 @@ void assess_fallocate(fs_info& info, std::optional<int> inode_flags, int flags_e
                                                 info.type);
         }
         return;
-    }
-    if (info.type == "xfs" || info.type == "btrfs" || info.type == "tmpfs" || info.type == "f2fs" ||
-        info.type == "bcachefs") {
+    case fallocate_support::yes:
         info.fallocate = true;
         info.fallocate_reason = fmt::format("{} implements fallocate(0)", info.type);
         return;
+    case fallocate_support::unknown: break;
     }
     info.fallocate.reset();
     info.fallocate_reason = fmt::format("not known for {}: tried, and a refusal falls back to data writes",

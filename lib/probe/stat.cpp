@@ -5,6 +5,7 @@
 
 #include "plan/assess.hpp"
 #include "probe/fs.hpp"
+#include "probe/fs_traits.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
 #include "probe/target.hpp"
@@ -156,9 +157,18 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     if ((stx.stx_mask & STATX_DIOALIGN) == 0) {
         // No answer from statx (btrfs, or block devices before Linux 6.11): whether O_DIRECT
         // works is found by opening; the larger of the fs block and the logical block is an
-        // alignment every filesystem accepts.
-        unique_fd dfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
-        if (dfd) {
+        // alignment every filesystem accepts. A filesystem's answer holds for all its files,
+        // so it is asked once per st_dev; a block device's node shares its st_dev (devtmpfs)
+        // with every other device node: asked each time.
+        auto try_open = [fd] {
+            unique_fd dfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+            return dfd ? 0 : errno;
+        };
+        const int open_err = type == S_IFREG ? fsprobe::direct_open_errno(makedev(stx.stx_dev_major,
+                                                                                  stx.stx_dev_minor),
+                                                                          options.refresh, try_open)
+                                             : try_open();
+        if (open_err == 0) {
             const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0
                                           ? caps.device->logical_block_size
                                           : 512;
@@ -166,7 +176,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
             caps.dio = dio_alignment{lbs, std::max(lbs, fsb), "block size"};
         } else {
             caps.unknown["dio"] = fmt::format("statx reports no DIO alignment and O_DIRECT open failed: {}",
-                                              errno_text(errno));
+                                              errno_text(open_err));
         }
     }
 

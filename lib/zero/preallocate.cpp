@@ -5,14 +5,15 @@
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
 #include "plan/zero_plan.hpp"
+#include "probe/fs_traits.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/unique_fd.hpp"
+#include "zero/kernel_zero.hpp"
 
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -25,44 +26,13 @@
 #include <chrono>
 #include <memory>
 #include <cstring>
-#include <mutex>
-#include <set>
-
-#ifndef FALLOC_FL_WRITE_ZEROES
-#define FALLOC_FL_WRITE_ZEROES 0x80  // Linux 6.17; Debian 12's headers predate it
-#endif
 
 namespace wz {
 
 namespace {
 
-// Filesystems (by st_dev) whose kernel refused FALLOC_FL_WRITE_ZEROES in this process:
-// asking again would only cost a syscall per call, but the report should say why.
-std::mutex refused_mutex;
-std::set<dev_t> kernel_refused;
-
 constexpr std::size_t max_reported_steps = 256;
 constexpr std::uint32_t extent_batch = 512;
-
-plan::method_choice to_choice(method_request m) {
-    switch (m) {
-    case method_request::kernel: return plan::method_choice::kernel;
-    case method_request::nvme: return plan::method_choice::nvme;
-    case method_request::zeroout: return plan::method_choice::zeroout;
-    case method_request::write: return plan::method_choice::write;
-    case method_request::automatic: break;
-    }
-    return plan::method_choice::automatic;
-}
-
-plan::in_place_policy to_policy(in_place_mode m) {
-    switch (m) {
-    case in_place_mode::never: return plan::in_place_policy::never;
-    case in_place_mode::require: return plan::in_place_policy::require;
-    case in_place_mode::automatic: break;
-    }
-    return plan::in_place_policy::automatic;
-}
 
 planned_operation to_public(const plan::operation& op) {
     return {plan::to_string(op.kind), op.offset, op.length, op.slba, op.nlb, op.deac, op.reason};
@@ -265,7 +235,7 @@ private:
     bool cancelled() const { return opt_.cancel != nullptr && opt_.cancel->load(); }
     plan::request request() const {
         const long page = ::sysconf(_SC_PAGESIZE);
-        return {offset_, length_, to_choice(opt_.method), opt_.fallback, to_policy(opt_.in_place),
+        return {offset_, length_, opt_.method, opt_.fallback, opt_.in_place,
                 page > 0 ? static_cast<std::uint32_t>(page) : 4096U};
     }
     void progress(std::uint64_t bytes) {
@@ -475,9 +445,10 @@ std::optional<error_info> runner::execute(const capabilities& caps, const std::v
         }
         case plan::op_kind::kernel_write_zeroes:
             rep_.device_commands++;
-            if (::fallocate(fd_, FALLOC_FL_WRITE_ZEROES, static_cast<off_t>(op.offset),
-                            static_cast<off_t>(op.length)) != 0) {
-                return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, op.offset, op.length, errno);
+            // Planned for block devices only (a file's is run_file's first stage): no
+            // filesystem to remember a refusal for.
+            if (const int rc = zero::kernel_write_zeroes(fd_, op.offset, op.length, std::nullopt); rc != 0) {
+                return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, op.offset, op.length, -rc);
             }
             rep_.bytes_by_method[zero_method::kernel] += op.length;
             progress(op.length);
@@ -521,12 +492,9 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
         return make_error("fstat", path_, errno);
     }
     bool try_kernel = first->try_kernel;
-    if (try_kernel) {
-        std::lock_guard lock(refused_mutex);
-        if (kernel_refused.count(st.st_dev) != 0) {
-            try_kernel = false;
-            decide("kernel: FALLOC_FL_WRITE_ZEROES was refused earlier on this filesystem");
-        }
+    if (try_kernel && fsprobe::kernel_write_zeroes_refused(st.st_dev)) {
+        try_kernel = false;
+        decide("kernel: FALLOC_FL_WRITE_ZEROES was refused earlier on this filesystem");
     }
     if (caps.fs && caps.fs->cow) {
         decide(fmt::format("copy-on-write: {}; the range is zeroed and allocated, but written extents gain "
@@ -543,18 +511,14 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
         }
         step(op);
         rep_.device_commands++;
-        if (::fallocate(fd_, FALLOC_FL_WRITE_ZEROES, static_cast<off_t>(offset_), static_cast<off_t>(length_)) == 0) {
+        const int err = -zero::kernel_write_zeroes(fd_, offset_, length_, st.st_dev);
+        if (err == 0) {
             rep_.bytes_by_method[zero_method::kernel] += length_;
             progress(length_);
             return std::nullopt;
         }
-        const int err = errno;
-        if (err != EOPNOTSUPP && err != EINVAL) {
+        if (!zero::kernel_zero_refused(err)) {
             return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, offset_, length_, err);
-        }
-        {
-            std::lock_guard lock(refused_mutex);
-            kernel_refused.insert(st.st_dev);
         }
         decide(fmt::format("kernel: FALLOC_FL_WRITE_ZEROES refused ({})", errno_text(err)));
         if (opt_.method == method_request::kernel && !opt_.fallback) {
