@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 
 namespace wz {
@@ -170,31 +169,6 @@ std::optional<error_info> writer::impl::flush_now() {
     }
     if (::fdatasync(fd.get()) != 0) {
         return make_error("fdatasync", path, errno);
-    }
-    return std::nullopt;
-}
-
-std::optional<error_info> writer::impl::group_commit() {
-    std::unique_lock lk(commit_mutex);
-    const std::uint64_t mine = ++completed;
-    while (durable < mine) {
-        if (!flushing) {
-            flushing = true;
-            const std::uint64_t target = completed;  // all of these completed before the flush
-            lk.unlock();
-            auto e = flush_now();
-            lk.lock();
-            flushing = false;
-            if (!e) {
-                durable = std::max(durable, target);
-            }
-            commit_cv.notify_all();
-            if (e) {
-                return e;
-            }
-        } else {
-            commit_cv.wait(lk);
-        }
     }
     return std::nullopt;
 }
@@ -574,7 +548,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
             w.fua_writes++;
         }
         if (w.mode == durability_mode::flush) {
-            if (auto e = w.group_commit()) {
+            if (auto e = w.commit.commit([&w] { return w.flush_now(); })) {
                 return *e;
             }
         }
@@ -595,10 +569,7 @@ writer_stats writer::stats() const {
     s.fua_writes = p_->fua_writes;
     s.flushes = p_->flushes;
     s.passthrough = p_->passthrough_used == 1 ? "uring_cmd" : p_->passthrough_used == 2 ? "ioctl" : "";
-    io::reaper_counters c = p_->async.counters_before;
-    if (p_->async.reaper) {
-        c += p_->async.reaper->counters();
-    }
+    const io::reaper_counters c = p_->async.counters();
     s.blocking_waits = c.blocking_waits;
     s.busy_looks = c.busy_looks;
     s.idle_sleeps = c.idle_sleeps;
@@ -619,10 +590,10 @@ writer_stats writer::stats() const {
 
 std::optional<error_info> writer::refresh() {
     impl& w = *p_;
-    if (w.async.writes_in_flight > 0) {
+    if (w.async.writes_in_flight() > 0) {
         return make_error_msg(EBUSY, fmt::format("writer {}: refresh with {} asynchronous writes in flight: "
                                                  "complete() them first",
-                                                 w.path, w.async.writes_in_flight));
+                                                 w.path, w.async.writes_in_flight()));
     }
     auto caps = stat(w.fd.get(), w.path, stat_options{true});
     if (!caps) {
@@ -641,7 +612,7 @@ std::optional<error_info> writer::refresh() {
     if (e) {
         return e;
     }
-    w.async_reset();  // the next submit() sets up a ring for the new mode
+    w.async.reset();  // the next submit() sets up a ring for the new mode
     if ((w.mode == durability_mode::dsync) != (before == durability_mode::dsync) || w.nvme_fua || w.nvme_flush) {
         w.fd.reset();
         w.char_fd.reset();
@@ -655,10 +626,10 @@ std::optional<error_info> writer::close() {
         return std::nullopt;
     }
     std::optional<error_info> e;
-    if (p_->async.writes_in_flight > 0) {
+    if (p_->async.writes_in_flight() > 0) {
         // Asynchronous writes still in flight: wait for them; their first failure is ours.
         std::vector<writer_completion> done;
-        auto r = complete(done, p_->async.writes_in_flight);
+        auto r = complete(done, p_->async.writes_in_flight());
         if (!r) {
             e = r.error();
         }
@@ -668,7 +639,7 @@ std::optional<error_info> writer::close() {
             }
         }
     }
-    p_->async_reset();
+    p_->async.reset();
     if (int rc = p_->char_fd.close(); rc != 0 && !e) {
         e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
     }
