@@ -196,7 +196,7 @@ void async_engine::handle(const io_uring_cqe& cqe) {
     if (w_.nvme_fua) {
         if (cqe.res == 0) {
             uring_cmd_ok_ = true;
-            w_.passthrough_used = 1;
+            w_.passthrough_used = io::passthrough_path::uring_cmd;
         } else if (!op.error) {
             if ((cqe.res == -EOPNOTSUPP || cqe.res == -EINVAL) && !uring_cmd_ok_) {
                 w_.uring_cmd_missing = true;  // the next ring (after refresh) will not try it

@@ -192,7 +192,7 @@ std::string fua_what(const capabilities& caps, std::uint64_t slba, std::uint64_t
 }  // namespace
 
 std::optional<error_info> writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
-    passthrough_used = 2;
+    passthrough_used = io::passthrough_path::ioctl;
     std::optional<error_info> failure;
     for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
         if (int rc = io::detail::ioctl_command(char_fd.get(), w); rc != 0) {
@@ -265,7 +265,8 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
             if (rc == 0) {
                 continue;
             }
-            if ((rc == -EOPNOTSUPP || rc == -EINVAL) && passthrough_used != 1) {
+            if ((rc == -EOPNOTSUPP || rc == -EINVAL) &&
+                passthrough_used.load() != io::passthrough_path::uring_cmd) {
                 // The char device (or this kernel) takes no uring_cmd: the ioctl from now on.
                 // Parts that did complete are written again by the ioctl: an idempotent rewrite.
                 uring_cmd_missing = true;
@@ -275,7 +276,7 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
             rings.release(std::move(r));
             return io::detail::command_error(rc, fua_what(caps, parts[i].slba, parts[i].nlb, "uring_cmd"));
         }
-        passthrough_used = 1;
+        passthrough_used = io::passthrough_path::uring_cmd;
         first = end;
     }
     rings.release(std::move(r));
@@ -568,7 +569,9 @@ writer_stats writer::stats() const {
     s.bytes = p_->bytes;
     s.fua_writes = p_->fua_writes;
     s.flushes = p_->flushes;
-    s.passthrough = p_->passthrough_used == 1 ? "uring_cmd" : p_->passthrough_used == 2 ? "ioctl" : "";
+    if (const auto used = p_->passthrough_used.load()) {
+        s.passthrough = io::to_string(*used);
+    }
     const io::reaper_counters c = p_->async.counters();
     s.blocking_waits = c.blocking_waits;
     s.busy_looks = c.busy_looks;

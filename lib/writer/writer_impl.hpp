@@ -5,6 +5,7 @@
 #pragma once
 
 #include "io/completion.hpp"
+#include "io/engine.hpp"
 #include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
 #include "util/unique_fd.hpp"
@@ -115,7 +116,9 @@ struct writer::impl {
     writer_detail::shared_flush commit;  // the synchronous path's group commit
 
     std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
-    std::atomic<int> passthrough_used{0};  // 0 none, 1 uring_cmd, 2 ioctl
+    // The path of the last NVMe command sent (none yet: nullopt).
+    std::atomic<std::optional<io::passthrough_path>> passthrough_used;
+    static_assert(std::atomic<std::optional<io::passthrough_path>>::is_always_lock_free);
     mutable std::mutex stats_mutex;
     std::vector<double> latencies_us;
 
