@@ -384,11 +384,11 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     if (p->options.completion.mode == completion_mode::poll) {
         // IOPOLL on a queue without poll queues spins on interrupts that the kernel delivers
         // anyway: refuse rather than burn a CPU for nothing.
+        // The record's queue/io_poll of the disk: the probe reads it (open re-reads, so a
+        // controller reset that dropped the poll queues is seen).
         const std::string disk = p->caps.device ? p->caps.device->disk : std::string();
-        const std::string attr = "/sys/block/" + disk.substr(disk.rfind('/') + 1) + "/queue/io_poll";
-        char v = '0';
-        unique_fd a(disk.empty() ? -1 : ::open(attr.c_str(), O_RDONLY | O_CLOEXEC));
-        if (!a || ::read(a.get(), &v, 1) != 1 || v != '1') {
+        if (!p->caps.device || !p->caps.device->io_poll.value_or(false)) {
+            const std::string attr = "/sys/block/" + disk.substr(disk.rfind('/') + 1) + "/queue/io_poll";
             return make_error_msg(ENOTSUP, fmt::format("writer {}: completion poll needs a device with poll queues, "
                                                        "and {} has none ({}; for NVMe boot with nvme.poll_queues=N, "
                                                        "or load the nvme module with poll_queues=N)",
