@@ -122,6 +122,7 @@ struct device_info {
     std::uint64_t discard_granularity = 0;
     std::uint64_t discard_max_bytes = 0;
     std::optional<bool> rotational;
+    std::optional<bool> io_poll;       // queue/io_poll: the disk has poll queues (IOPOLL completes)
     std::string backing_file;          // loop devices
     std::optional<bool> loop_direct_io;  // loop devices: loop/dio (direct I/O to the backing file)
     std::vector<std::string> slaves;   // dm/md: the devices below

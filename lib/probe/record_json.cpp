@@ -64,6 +64,7 @@ std::string to_json(const capabilities& c, int indent) {
                        {"discard_granularity", d.discard_granularity},
                        {"discard_max_bytes", d.discard_max_bytes},
                        {"rotational", opt(d.rotational)},
+                       {"io_poll", opt(d.io_poll)},
                        {"backing_file", d.backing_file.empty() ? json(nullptr) : json(d.backing_file)},
                        {"loop_direct_io", opt(d.loop_direct_io)},
                        {"slaves", d.slaves}};

@@ -189,6 +189,9 @@ void read_block_info(const tree& sys, const block_node& node, device_info& dev, 
     if (auto r = sys.read_u64(q + "rotational")) {
         dev.rotational = *r != 0;
     }
+    if (auto p = sys.read_u64(q + "io_poll")) {
+        dev.io_poll = *p != 0;
+    }
     if (node.partition) {
         dev.partition_start_bytes = node.start_sectors * 512;
     }

@@ -88,7 +88,8 @@ TEST_F(SysfsTree, NvmePartitionWalksToItsDisk) {
                  {"discard_max_bytes", "2199023255040"},
                  {"write_cache", "write back"},
                  {"fua", "1"},
-                 {"rotational", "0"}});
+                 {"rotational", "0"},
+                 {"io_poll", "1"}});
     link_dev("259:1", disk + "/nvme0n1p1");
 
     tree sys(root_.string());
@@ -119,6 +120,7 @@ TEST_F(SysfsTree, NvmePartitionWalksToItsDisk) {
     EXPECT_EQ(cache.kernel, cache_mode::write_back);
     EXPECT_EQ(cache.fua, true);
     EXPECT_EQ(dev.rotational, false);
+    EXPECT_EQ(dev.io_poll, true);
     EXPECT_TRUE(unknown.empty());
 }
 
@@ -145,6 +147,7 @@ TEST_F(SysfsTree, LoopOnAnOldKernelHasNoUnmapLimit) {
     read_block_info(sys, *node, dev, wz, cache, unknown);
     EXPECT_EQ(dev.kind, "loop");
     EXPECT_EQ(dev.backing_file, "/tmp/wz/test.img");
+    EXPECT_FALSE(dev.io_poll);  // no queue/io_poll: unknown, not "no"
     EXPECT_EQ(wz.max_bytes, 4294966784U);
     EXPECT_FALSE(wz.unmap);
     ASSERT_TRUE(unknown.count("write_zeroes.unmap"));

@@ -1,8 +1,8 @@
 // wz::writer's asynchronous path: submit() queues O_DIRECT writes (or NVMe Writes with FUA
 // through uring_cmd) on one io_uring; complete() reaps them as the completion mode says and
 // hands back only writes that are durable: at once in through/fua/dsync, and in flush mode
-// after a flush submitted once the write had completed (group commit: one flush in flight at
-// a time, covering every write completed before it).
+// after a flush submitted once the write had completed (group commit, flush_batcher: one
+// flush in flight at a time, covering every write completed before it).
 
 #include "writer/writer_impl.hpp"
 
@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace wz {
+namespace wz::writer_detail {
 
 namespace {
 
@@ -22,75 +22,81 @@ constexpr std::uint64_t flush_tag = UINT64_MAX;
 
 }  // namespace
 
-std::optional<error_info> writer::impl::async_start() {
-    writer_detail::async_engine& a = async;
-    const unsigned depth = options.queue_depth;
+std::optional<error_info> async_engine::start() {
+    const unsigned depth = w_.options.queue_depth;
     unsigned flags = 0;
-    a.iopoll = options.completion.mode == completion_mode::poll;
-    if (a.iopoll) {
+    iopoll_ = w_.options.completion.mode == completion_mode::poll;
+    if (iopoll_) {
         flags |= IORING_SETUP_IOPOLL;
     }
-    a.sqe128 = (nvme_fua || nvme_flush) && !uring_cmd_missing;
+    sqe128_ = (w_.nvme_fua || w_.nvme_flush) && !w_.uring_cmd_missing;
     // Room for a flush next to a full queue of writes (NVMe writes may take several commands
     // each; submission waits for room then).
     const unsigned entries = depth + 1;
     auto ring = std::make_unique<io::detail::ring>();
-    int rc = ring->init(entries, flags | (a.sqe128 ? IORING_SETUP_SQE128 | IORING_SETUP_CQE32 : 0));
-    if (rc < 0 && a.sqe128) {
+    int rc = ring->init(entries, flags | (sqe128_ ? IORING_SETUP_SQE128 | IORING_SETUP_CQE32 : 0));
+    if (rc < 0 && sqe128_) {
         // No SQE128 (Linux < 5.19): plain writes still go through the ring; NVMe commands
         // take the ioctl, synchronously.
-        uring_cmd_missing = true;
-        a.sqe128 = false;
+        w_.uring_cmd_missing = true;
+        sqe128_ = false;
         rc = ring->init(entries, flags);
     }
     if (rc < 0) {
-        return make_error_msg(-rc, fmt::format("writer {}: io_uring setup ({} entries{}): {}", path, entries,
-                                               a.iopoll ? ", IOPOLL" : "", errno_text(-rc)));
+        return make_error_msg(-rc, fmt::format("writer {}: io_uring setup ({} entries{}): {}", w_.path, entries,
+                                               iopoll_ ? ", IOPOLL" : "", errno_text(-rc)));
     }
-    a.ring = std::move(ring);
-    a.ops.assign(depth, {});
-    a.free_slots.clear();
+    ring_ = std::move(ring);
+    ops_.assign(depth, {});
+    free_slots_.clear();
     for (std::uint32_t i = depth; i > 0; --i) {
-        a.free_slots.push_back(i - 1);
+        free_slots_.push_back(i - 1);
     }
-    a.reaper.emplace(options.completion);
+    reaper_.emplace(w_.options.completion);
     return std::nullopt;
 }
 
-void writer::impl::async_reset() {
-    writer_detail::async_engine& a = async;
-    if (a.reaper) {
-        a.counters_before += a.reaper->counters();
+void async_engine::reset() {
+    if (reaper_) {
+        counters_before_ += reaper_->counters();
     }
-    a.reaper.reset();
-    a.ring.reset();
+    reaper_.reset();
+    ring_.reset();
+}
+
+io::reaper_counters async_engine::counters() const {
+    io::reaper_counters c = counters_before_;
+    if (reaper_) {
+        c += reaper_->counters();
+    }
+    return c;
 }
 
 // Submits what is queued in the SQ; the kernel may take part of it (the rest goes next time).
-std::optional<error_info> writer::impl::async_submit_sqes() {
-    io_uring* r = async.ring->get();
+std::optional<error_info> async_engine::submit_sqes() {
+    io_uring* r = ring_->get();
     while (io_uring_sq_ready(r) > 0) {
         const int rc = io::detail::submit(r);
         if (rc < 0) {
-            return make_error_msg(-rc, fmt::format("writer {}: io_uring submit: {}", path, errno_text(-rc)));
+            return make_error_msg(-rc, fmt::format("writer {}: io_uring submit: {}", w_.path, errno_text(-rc)));
         }
         if (rc == 0) {
             break;  // EAGAIN/EBUSY: completions must be reaped first; they stay queued
         }
-        async.commands_in_flight += static_cast<unsigned>(rc);
+        commands_in_flight_ += static_cast<unsigned>(rc);
     }
     return std::nullopt;
 }
 
 // Puts op `slot` (its remaining bytes) on the ring.
-std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
-    writer_detail::async_op& op = async.ops[slot];
-    io_uring* r = async.ring->get();
+std::optional<error_info> async_engine::queue(std::uint32_t slot) {
+    async_op& op = ops_[slot];
+    io_uring* r = ring_->get();
     std::optional<error_info> submit_error;
     auto sqe_for = [&]() -> io_uring_sqe* {
         io_uring_sqe* sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) {  // SQ full: hand it to the kernel, then there is room
-            if (auto e = async_submit_sqes()) {
+            if (auto e = submit_sqes()) {
                 submit_error = std::move(e);
                 return nullptr;
             }
@@ -98,30 +104,30 @@ std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
         }
         return sqe;
     };
-    if (nvme_fua) {
-        if (!async.sqe128) {
+    if (w_.nvme_fua) {
+        if (!sqe128_) {
             // Synchronously through the ioctl; the op completes here.
-            op.error = write_nvme_fua_ioctl(op.buf, op.len, op.offset);
+            op.error = w_.write_nvme_fua_ioctl(op.buf, op.len, op.offset);
             op.done = op.error ? 0 : op.len;
             op.parts_left = 0;
-            async_deliver(slot);
+            deliver(slot);
             return std::nullopt;
         }
         std::optional<error_info> queue_error;
-        for_each_fua_write(op.buf, op.len, op.offset,
-                           [&](const io::detail::command_words& w, std::uint64_t, std::uint32_t) {
-                               io_uring_sqe* sqe = sqe_for();
-                               if (sqe == nullptr) {
-                                   queue_error = submit_error ? *submit_error
-                                                              : make_error_range("io_uring: no submission entry for "
-                                                                                 "NVMe Write (FUA)",
-                                                                                 path, op.offset, op.len, EBUSY);
-                                   return false;
-                               }
-                               io::detail::prep_uring_command(sqe, char_fd.get(), w, slot);
-                               ++op.parts_left;
-                               return true;
-                           });
+        w_.for_each_fua_write(op.buf, op.len, op.offset,
+                              [&](const io::detail::command_words& words, std::uint64_t, std::uint32_t) {
+                                  io_uring_sqe* sqe = sqe_for();
+                                  if (sqe == nullptr) {
+                                      queue_error = submit_error ? *submit_error
+                                                                 : make_error_range("io_uring: no submission entry "
+                                                                                    "for NVMe Write (FUA)",
+                                                                                    w_.path, op.offset, op.len, EBUSY);
+                                      return false;
+                                  }
+                                  io::detail::prep_uring_command(sqe, w_.char_fd.get(), words, slot);
+                                  ++op.parts_left;
+                                  return true;
+                              });
         if (queue_error) {
             return queue_error;
         }
@@ -129,88 +135,86 @@ std::optional<error_info> writer::impl::async_queue(std::uint32_t slot) {
         io_uring_sqe* sqe = sqe_for();
         if (sqe == nullptr) {
             return submit_error ? *submit_error
-                                : make_error_range("io_uring: no submission entry for write", path,
+                                : make_error_range("io_uring: no submission entry for write", w_.path,
                                                    op.offset + op.done, op.len - op.done, EBUSY);
         }
-        io_uring_prep_write(sqe, fd.get(), op.buf + op.done, static_cast<unsigned>(op.len - op.done),
+        io_uring_prep_write(sqe, w_.fd.get(), op.buf + op.done, static_cast<unsigned>(op.len - op.done),
                             op.offset + op.done);
-        if (mode == durability_mode::fua) {
+        if (w_.mode == durability_mode::fua) {
             sqe->rw_flags = RWF_DSYNC;
         }
         io_uring_sqe_set_data64(sqe, slot);
         op.parts_left = 1;
     }
-    return async_submit_sqes();
+    return submit_sqes();
 }
 
 // op `slot` is finished (durable or failed): hand it back on the next complete().
-void writer::impl::async_deliver(std::uint32_t slot) {
-    writer_detail::async_op& op = async.ops[slot];
+void async_engine::deliver(std::uint32_t slot) {
+    async_op& op = ops_[slot];
     writer_completion c;
     c.user_data = op.user_data;
     if (op.error) {
         c.error = std::move(op.error);
     } else {
         c.bytes = op.len;
-        if (mode == durability_mode::fua) {
-            fua_writes++;
+        if (w_.mode == durability_mode::fua) {
+            w_.fua_writes++;
         }
     }
-    async.ready.push_back(std::move(c));
-    async.ready_latency_us.push_back(
+    ready_.push_back(std::move(c));
+    ready_latency_us_.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - op.t0).count());
     op = {};
-    async.free_slots.push_back(slot);
+    free_slots_.push_back(slot);
 }
 
-void writer::impl::async_handle(const io_uring_cqe& cqe) {
-    writer_detail::async_engine& a = async;
-    --a.commands_in_flight;
+void async_engine::handle(const io_uring_cqe& cqe) {
+    --commands_in_flight_;
     const std::uint64_t tag = io_uring_cqe_get_data64(&cqe);
     if (tag == flush_tag) {
-        a.flush_in_flight = false;
         std::optional<error_info> e;
         if (cqe.res != 0) {
-            e = nvme_flush && a.sqe128
+            e = w_.nvme_flush && sqe128_
                     ? io::detail::command_error(cqe.res, fmt::format("NVMe Flush {} [nsid {}] (uring_cmd)",
-                                                                     caps.nvme->char_device, caps.nvme->nsid))
-                    : make_error("fdatasync (io_uring)", path, -cqe.res);
-        } else if (nvme_flush && a.sqe128) {
-            a.uring_cmd_ok = true;
+                                                                     w_.caps.nvme->char_device, w_.caps.nvme->nsid))
+                    : make_error("fdatasync (io_uring)", w_.path, -cqe.res);
+        } else if (w_.nvme_flush && sqe128_) {
+            uring_cmd_ok_ = true;
         }
-        for (std::uint32_t slot : a.flush_batch) {
+        for (std::uint32_t slot : group_.flush_completed()) {
             if (e) {
-                a.ops[slot].error = e;
+                ops_[slot].error = e;
             }
-            async_deliver(slot);
+            deliver(slot);
         }
-        a.flush_batch.clear();
         return;
     }
     const auto slot = static_cast<std::uint32_t>(tag);
-    writer_detail::async_op& op = a.ops[slot];
+    async_op& op = ops_[slot];
     --op.parts_left;
-    if (nvme_fua) {
+    if (w_.nvme_fua) {
         if (cqe.res == 0) {
-            a.uring_cmd_ok = true;
-            passthrough_used = 1;
+            uring_cmd_ok_ = true;
+            w_.passthrough_used = io::passthrough_path::uring_cmd;
         } else if (!op.error) {
-            if ((cqe.res == -EOPNOTSUPP || cqe.res == -EINVAL) && !a.uring_cmd_ok) {
-                uring_cmd_missing = true;  // the next ring (after refresh) will not try it
+            if ((cqe.res == -EOPNOTSUPP || cqe.res == -EINVAL) && !uring_cmd_ok_) {
+                w_.uring_cmd_missing = true;  // the next ring (after refresh) will not try it
             }
             op.error = io::detail::command_error(
-                cqe.res, fmt::format("NVMe Write (FUA) {} [offset {}, length {}] (uring_cmd)", caps.nvme->char_device,
-                                     op.offset, op.len));
+                cqe.res, fmt::format("NVMe Write (FUA) {} [offset {}, length {}] (uring_cmd)",
+                                     w_.caps.nvme->char_device, op.offset, op.len));
         }
     } else if (cqe.res < 0) {
-        op.error = make_error_range("write (io_uring)", path, op.offset + op.done, op.len - op.done, -cqe.res);
+        op.error = make_error_range("write (io_uring)", w_.path, op.offset + op.done, op.len - op.done, -cqe.res);
     } else if (cqe.res == 0) {
-        op.error = make_error_range("write (io_uring, no progress)", path, op.offset + op.done, op.len - op.done, EIO);
+        op.error =
+            make_error_range("write (io_uring, no progress)", w_.path, op.offset + op.done, op.len - op.done, EIO);
     } else {
         op.done += static_cast<std::size_t>(cqe.res);
         if (op.done < op.len) {
             // A short write: the rest goes again (it ends on a block boundary, still aligned).
-            if (auto e = async_queue(slot)) {
+            if (auto e = queue(slot)) {
                 op.error = std::move(e);
             } else {
                 return;
@@ -220,107 +224,82 @@ void writer::impl::async_handle(const io_uring_cqe& cqe) {
     if (op.parts_left > 0) {
         return;
     }
-    if (mode == durability_mode::flush && !op.error) {
+    if (w_.mode == durability_mode::flush && !op.error) {
         const auto now = std::chrono::steady_clock::now();
-        const double took_us = std::chrono::duration<double, std::micro>(now - op.t0).count();
-        a.write_mean_us = a.write_mean_us == 0 ? took_us : 0.875 * a.write_mean_us + 0.125 * took_us;
-        if (a.awaiting_flush.empty()) {
-            a.awaiting_since = now;
-        }
-        a.awaiting_flush.push_back(slot);
+        group_.write_completed(slot, now - op.t0, now);
         return;
     }
-    async_deliver(slot);
+    deliver(slot);
 }
 
-// Flush mode: when no flush is in flight and writes wait for one, start one for all of them
-// once no other write is still on the device, or once the oldest has waited as long as a write
-// takes. Writes submitted together complete together: one flush then covers all of them
-// (at queue depth q, 1/q flush per write), where starting at the first completion split every
-// cohort in two (2/q: one flush per two writes at QD 4). A write waits for its cohort at most
-// about one write time, far less than the flush it saves; with nothing else in flight it
-// does not wait at all.
-std::optional<error_info> writer::impl::async_maybe_flush() {
-    writer_detail::async_engine& a = async;
-    if (mode != durability_mode::flush || a.flush_in_flight || a.awaiting_flush.empty()) {
+// Flush mode: starts the flush the group commit asks for.
+std::optional<error_info> async_engine::maybe_flush() {
+    if (w_.mode != durability_mode::flush ||
+        !group_.flush_due(std::chrono::steady_clock::now(), writes_in_flight_ - ready_.size())) {
         return std::nullopt;
     }
-    const std::size_t settled = a.ready.size() + a.awaiting_flush.size() + a.flush_batch.size();
-    const bool others_on_device = a.writes_in_flight > settled;
-    const double waited_us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a.awaiting_since).count();
-    if (others_on_device && waited_us < a.write_mean_us) {
-        return std::nullopt;  // looked at again at the next completion
-    }
-    a.flush_batch.swap(a.awaiting_flush);
-    if (a.iopoll) {
+    group_.start_flush();
+    if (iopoll_) {
         // An IOPOLL ring takes reads and writes only: the flush is a call of its own.
-        auto e = flush_now();  // counts itself
-        for (std::uint32_t slot : a.flush_batch) {
+        auto e = w_.flush_now();  // counts itself
+        for (std::uint32_t slot : group_.flush_completed()) {
             if (e) {
-                a.ops[slot].error = e;
+                ops_[slot].error = e;
             }
-            async_deliver(slot);
+            deliver(slot);
         }
-        a.flush_batch.clear();
         return std::nullopt;
     }
-    io_uring* r = a.ring->get();
+    io_uring* r = ring_->get();
     io_uring_sqe* sqe = io_uring_get_sqe(r);
     if (sqe == nullptr) {
-        if (auto e = async_submit_sqes()) {
+        if (auto e = submit_sqes()) {
             return e;
         }
         sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) {
-            a.awaiting_flush.swap(a.flush_batch);  // try again after the next completions
+            group_.unstart_flush();  // try again after the next completions
             return std::nullopt;
         }
     }
-    flushes++;
-    if (nvme_flush && a.sqe128) {
-        io::detail::prep_uring_command(sqe, char_fd.get(), io::detail::flush_words(caps.nvme->nsid), flush_tag);
+    w_.flushes++;
+    if (w_.nvme_flush && sqe128_) {
+        io::detail::prep_uring_command(sqe, w_.char_fd.get(), io::detail::flush_words(w_.caps.nvme->nsid), flush_tag);
     } else {
-        io_uring_prep_fsync(sqe, fd.get(), IORING_FSYNC_DATASYNC);
+        io_uring_prep_fsync(sqe, w_.fd.get(), IORING_FSYNC_DATASYNC);
         io_uring_sqe_set_data64(sqe, flush_tag);
     }
-    a.flush_in_flight = true;
-    return async_submit_sqes();
+    return submit_sqes();
 }
 
-std::optional<error_info> writer::submit(const void* buf, std::size_t len, std::uint64_t offset,
-                                         std::uint64_t user_data) {
-    impl& w = *p_;
-    if (auto e = w.check_write(buf, len, offset)) {
-        return e;
-    }
-    if (!w.async.ring) {
-        if (auto e = w.async_start()) {
+std::optional<error_info> async_engine::submit(const void* buf, std::size_t len, std::uint64_t offset,
+                                               std::uint64_t user_data) {
+    if (!ring_) {
+        if (auto e = start()) {
             return e;
         }
     }
-    writer_detail::async_engine& a = w.async;
-    if (a.free_slots.empty()) {
+    if (free_slots_.empty()) {
         return make_error_msg(EBUSY, fmt::format("write {} [offset {}, length {}]: {} writes already in flight (the "
                                                  "queue depth): complete() some first",
-                                                 w.path, offset, len, w.options.queue_depth));
+                                                 w_.path, offset, len, w_.options.queue_depth));
     }
-    const std::uint32_t slot = a.free_slots.back();
-    a.free_slots.pop_back();
-    writer_detail::async_op& op = a.ops[slot];
+    const std::uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    async_op& op = ops_[slot];
     op = {};
     op.user_data = user_data;
     op.buf = static_cast<const unsigned char*>(buf);
     op.len = len;
     op.offset = offset;
     op.t0 = std::chrono::steady_clock::now();
-    ++a.writes_in_flight;
-    if (auto e = w.async_queue(slot)) {
+    ++writes_in_flight_;
+    if (auto e = queue(slot)) {
         if (op.parts_left == 0) {
             // Nothing of it was queued: it fails now.
-            --a.writes_in_flight;
+            --writes_in_flight_;
             op = {};
-            a.free_slots.push_back(slot);
+            free_slots_.push_back(slot);
             return e;
         }
         // Part of it is queued: it is handed back by complete(), failed with this error, once
@@ -330,57 +309,70 @@ std::optional<error_info> writer::submit(const void* buf, std::size_t len, std::
     return std::nullopt;
 }
 
-result<std::size_t> writer::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
-    impl& w = *p_;
-    writer_detail::async_engine& a = w.async;
-    if (!a.ring) {
+result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
+    if (!ring_) {
         return std::size_t{0};
     }
-    min_complete = std::min(min_complete, a.writes_in_flight);
+    min_complete = std::min(min_complete, writes_in_flight_);
     struct ops_t {
-        impl& w;
+        async_engine& a;
         std::optional<error_info> error;
         unsigned drain() {
-            const unsigned n =
-                io::detail::drain_ready(w.async.ring->get(), [&](const io_uring_cqe& cqe) { w.async_handle(cqe); });
-            if (auto e = w.async_maybe_flush(); e && !error) {
+            const unsigned n = io::detail::drain_ready(a.ring_->get(), [&](const io_uring_cqe& cqe) { a.handle(cqe); });
+            if (auto e = a.maybe_flush(); e && !error) {
                 error = std::move(e);
             }
             return n;
         }
-        int wait() { return io::detail::wait_one(w.async.ring->get(), std::nullopt); }
-        unsigned in_flight() const { return w.async.commands_in_flight; }
+        int wait() { return io::detail::wait_one(a.ring_->get(), std::nullopt); }
+        unsigned in_flight() const { return a.commands_in_flight_; }
         static void sleep(std::chrono::microseconds us) { std::this_thread::sleep_for(us); }
-    } ops{w, std::nullopt};
-    while (a.ready.size() < min_complete) {
+    } ops{*this, std::nullopt};
+    while (ready_.size() < min_complete) {
         // Anything queued but not yet taken by the kernel goes first.
-        if (auto e = w.async_submit_sqes()) {
+        if (auto e = submit_sqes()) {
             return *e;
         }
-        const int rc = a.reaper->reap(ops);
+        const int rc = reaper_->reap(ops);
         if (ops.error) {
             return *ops.error;
         }
         if (rc < 0) {
-            return make_error_msg(-rc, fmt::format("writer {}: io_uring wait: {}", w.path, errno_text(-rc)));
+            return make_error_msg(-rc, fmt::format("writer {}: io_uring wait: {}", w_.path, errno_text(-rc)));
         }
-        if (rc == 0 && a.commands_in_flight == 0 && io_uring_sq_ready(a.ring->get()) == 0) {
+        if (rc == 0 && commands_in_flight_ == 0 && io_uring_sq_ready(ring_->get()) == 0) {
             break;  // nothing can complete any more (a flush that could not be queued is retried above)
         }
     }
-    const std::size_t n = a.ready.size();
+    const std::size_t n = ready_.size();
     for (std::size_t i = 0; i < n; ++i) {
-        if (!a.ready[i].error) {
-            w.record(a.ready[i].bytes, a.ready_latency_us[i]);
+        if (!ready_[i].error) {
+            w_.record(ready_[i].bytes, ready_latency_us_[i]);
         }
-        out.push_back(std::move(a.ready[i]));
+        out.push_back(std::move(ready_[i]));
     }
-    a.ready.clear();
-    a.ready_latency_us.clear();
-    a.writes_in_flight -= n;
+    ready_.clear();
+    ready_latency_us_.clear();
+    writes_in_flight_ -= n;
     return n;
 }
 
-std::size_t writer::in_flight() const noexcept { return p_->async.writes_in_flight; }
+}  // namespace wz::writer_detail
+
+namespace wz {
+
+std::optional<error_info> writer::submit(const void* buf, std::size_t len, std::uint64_t offset,
+                                         std::uint64_t user_data) {
+    if (auto e = p_->check_write(buf, len, offset)) {
+        return e;
+    }
+    return p_->async.submit(buf, len, offset, user_data);
+}
+
+result<std::size_t> writer::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
+    return p_->async.complete(out, min_complete);
+}
+
+std::size_t writer::in_flight() const noexcept { return p_->async.writes_in_flight(); }
 
 }  // namespace wz

@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 
 namespace wz {
@@ -174,31 +173,6 @@ std::optional<error_info> writer::impl::flush_now() {
     return std::nullopt;
 }
 
-std::optional<error_info> writer::impl::group_commit() {
-    std::unique_lock lk(commit_mutex);
-    const std::uint64_t mine = ++completed;
-    while (durable < mine) {
-        if (!flushing) {
-            flushing = true;
-            const std::uint64_t target = completed;  // all of these completed before the flush
-            lk.unlock();
-            auto e = flush_now();
-            lk.lock();
-            flushing = false;
-            if (!e) {
-                durable = std::max(durable, target);
-            }
-            commit_cv.notify_all();
-            if (e) {
-                return e;
-            }
-        } else {
-            commit_cv.wait(lk);
-        }
-    }
-    return std::nullopt;
-}
-
 std::uint64_t writer::impl::nvme_part_bytes() const {
     const std::uint32_t lba = caps.nvme->lba_bytes;
     // Bounded by the transfer limit (MDTS as the kernel applies it to passthrough) and NLB.
@@ -218,7 +192,7 @@ std::string fua_what(const capabilities& caps, std::uint64_t slba, std::uint64_t
 }  // namespace
 
 std::optional<error_info> writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
-    passthrough_used = 2;
+    passthrough_used = io::passthrough_path::ioctl;
     std::optional<error_info> failure;
     for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
         if (int rc = io::detail::ioctl_command(char_fd.get(), w); rc != 0) {
@@ -291,7 +265,8 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
             if (rc == 0) {
                 continue;
             }
-            if ((rc == -EOPNOTSUPP || rc == -EINVAL) && passthrough_used != 1) {
+            if ((rc == -EOPNOTSUPP || rc == -EINVAL) &&
+                passthrough_used.load() != io::passthrough_path::uring_cmd) {
                 // The char device (or this kernel) takes no uring_cmd: the ioctl from now on.
                 // Parts that did complete are written again by the ioctl: an idempotent rewrite.
                 uring_cmd_missing = true;
@@ -301,7 +276,7 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
             rings.release(std::move(r));
             return io::detail::command_error(rc, fua_what(caps, parts[i].slba, parts[i].nlb, "uring_cmd"));
         }
-        passthrough_used = 1;
+        passthrough_used = io::passthrough_path::uring_cmd;
         first = end;
     }
     rings.release(std::move(r));
@@ -409,11 +384,11 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     if (p->options.completion.mode == completion_mode::poll) {
         // IOPOLL on a queue without poll queues spins on interrupts that the kernel delivers
         // anyway: refuse rather than burn a CPU for nothing.
+        // The record's queue/io_poll of the disk: the probe reads it (open re-reads, so a
+        // controller reset that dropped the poll queues is seen).
         const std::string disk = p->caps.device ? p->caps.device->disk : std::string();
-        const std::string attr = "/sys/block/" + disk.substr(disk.rfind('/') + 1) + "/queue/io_poll";
-        char v = '0';
-        unique_fd a(disk.empty() ? -1 : ::open(attr.c_str(), O_RDONLY | O_CLOEXEC));
-        if (!a || ::read(a.get(), &v, 1) != 1 || v != '1') {
+        if (!p->caps.device || !p->caps.device->io_poll.value_or(false)) {
+            const std::string attr = "/sys/block/" + disk.substr(disk.rfind('/') + 1) + "/queue/io_poll";
             return make_error_msg(ENOTSUP, fmt::format("writer {}: completion poll needs a device with poll queues, "
                                                        "and {} has none ({}; for NVMe boot with nvme.poll_queues=N, "
                                                        "or load the nvme module with poll_queues=N)",
@@ -574,7 +549,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
             w.fua_writes++;
         }
         if (w.mode == durability_mode::flush) {
-            if (auto e = w.group_commit()) {
+            if (auto e = w.commit.commit([&w] { return w.flush_now(); })) {
                 return *e;
             }
         }
@@ -594,11 +569,10 @@ writer_stats writer::stats() const {
     s.bytes = p_->bytes;
     s.fua_writes = p_->fua_writes;
     s.flushes = p_->flushes;
-    s.passthrough = p_->passthrough_used == 1 ? "uring_cmd" : p_->passthrough_used == 2 ? "ioctl" : "";
-    io::reaper_counters c = p_->async.counters_before;
-    if (p_->async.reaper) {
-        c += p_->async.reaper->counters();
+    if (const auto used = p_->passthrough_used.load()) {
+        s.passthrough = io::to_string(*used);
     }
+    const io::reaper_counters c = p_->async.counters();
     s.blocking_waits = c.blocking_waits;
     s.busy_looks = c.busy_looks;
     s.idle_sleeps = c.idle_sleeps;
@@ -619,10 +593,10 @@ writer_stats writer::stats() const {
 
 std::optional<error_info> writer::refresh() {
     impl& w = *p_;
-    if (w.async.writes_in_flight > 0) {
+    if (w.async.writes_in_flight() > 0) {
         return make_error_msg(EBUSY, fmt::format("writer {}: refresh with {} asynchronous writes in flight: "
                                                  "complete() them first",
-                                                 w.path, w.async.writes_in_flight));
+                                                 w.path, w.async.writes_in_flight()));
     }
     auto caps = stat(w.fd.get(), w.path, stat_options{true});
     if (!caps) {
@@ -641,7 +615,7 @@ std::optional<error_info> writer::refresh() {
     if (e) {
         return e;
     }
-    w.async_reset();  // the next submit() sets up a ring for the new mode
+    w.async.reset();  // the next submit() sets up a ring for the new mode
     if ((w.mode == durability_mode::dsync) != (before == durability_mode::dsync) || w.nvme_fua || w.nvme_flush) {
         w.fd.reset();
         w.char_fd.reset();
@@ -655,10 +629,10 @@ std::optional<error_info> writer::close() {
         return std::nullopt;
     }
     std::optional<error_info> e;
-    if (p_->async.writes_in_flight > 0) {
+    if (p_->async.writes_in_flight() > 0) {
         // Asynchronous writes still in flight: wait for them; their first failure is ours.
         std::vector<writer_completion> done;
-        auto r = complete(done, p_->async.writes_in_flight);
+        auto r = complete(done, p_->async.writes_in_flight());
         if (!r) {
             e = r.error();
         }
@@ -668,7 +642,7 @@ std::optional<error_info> writer::close() {
             }
         }
     }
-    p_->async_reset();
+    p_->async.reset();
     if (int rc = p_->char_fd.close(); rc != 0 && !e) {
         e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
     }

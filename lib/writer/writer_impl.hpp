@@ -1,18 +1,21 @@
-// Private to lib/writer: the state behind wz::writer, shared by the synchronous path
-// (writer.cpp) and the asynchronous io_uring path (async.cpp).
+// Private to lib/writer: the state behind wz::writer. writer::impl holds what both paths
+// share (the target, its descriptors, the durability mode, the counters) and the synchronous
+// path's group commit; the asynchronous io_uring path keeps its own state in async_engine
+// (async.cpp).
 #pragma once
 
 #include "io/completion.hpp"
+#include "io/engine.hpp"
 #include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
 #include "util/unique_fd.hpp"
+#include "writer/group_commit.hpp"
 
 #include <wzero/wzero.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,27 +38,44 @@ struct async_op {
     std::chrono::steady_clock::time_point t0;
 };
 
-// The asynchronous engine: one io_uring, created on the first submit().
-struct async_engine {
-    std::unique_ptr<io::detail::ring> ring;  // null until the first submit()
-    bool iopoll = false;
-    bool sqe128 = false;         // the ring takes uring_cmd (NVMe passthrough)
-    bool uring_cmd_ok = false;   // a uring_cmd completed: the path works here
-    std::vector<async_op> ops;   // by slot
-    std::vector<std::uint32_t> free_slots;
-    unsigned commands_in_flight = 0;  // SQEs submitted and not yet reaped (flush included)
-    std::size_t writes_in_flight = 0; // submit()ted and not yet handed back
-    std::vector<std::uint32_t> awaiting_flush;  // flush mode: completed, waiting for a flush
-    std::vector<std::uint32_t> flush_batch;     // made durable by the flush in flight
-    bool flush_in_flight = false;
-    // Group commit: when the oldest write in awaiting_flush completed, and a running mean of
-    // how long a write takes from submit() to its completion (microseconds).
-    std::chrono::steady_clock::time_point awaiting_since;
-    double write_mean_us = 0;
-    std::vector<writer_completion> ready;       // durable or failed, not yet handed back
-    std::vector<double> ready_latency_us;
-    std::optional<io::reaper> reaper;
-    io::reaper_counters counters_before;   // of rings torn down by refresh()
+// The asynchronous path: one io_uring, created on the first submit(), its reaper (interrupt,
+// poll or adaptive completion), the slots of the writes in flight and, in flush mode, the
+// group commit that decides when a flush starts. It writes through the device state of
+// writer::impl (descriptors, mode, NVMe facts); the synchronous path shares none of this.
+class async_engine {
+public:
+    explicit async_engine(writer::impl& w) : w_(w) {}
+
+    std::optional<error_info> submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data);
+    result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete);
+    // Tears the ring down (refresh, close); the next submit() sets up one for the new mode.
+    void reset();
+    [[nodiscard]] std::size_t writes_in_flight() const noexcept { return writes_in_flight_; }
+    // Of every ring so far, those torn down included.
+    [[nodiscard]] io::reaper_counters counters() const;
+
+private:
+    std::optional<error_info> start();
+    std::optional<error_info> queue(std::uint32_t slot);
+    void handle(const io_uring_cqe& cqe);
+    void deliver(std::uint32_t slot);
+    std::optional<error_info> maybe_flush();
+    std::optional<error_info> submit_sqes();
+
+    writer::impl& w_;
+    std::unique_ptr<io::detail::ring> ring_;  // null until the first submit()
+    bool iopoll_ = false;
+    bool sqe128_ = false;         // the ring takes uring_cmd (NVMe passthrough)
+    bool uring_cmd_ok_ = false;   // a uring_cmd completed: the path works here
+    std::vector<async_op> ops_;   // by slot
+    std::vector<std::uint32_t> free_slots_;
+    unsigned commands_in_flight_ = 0;  // SQEs submitted and not yet reaped (flush included)
+    std::size_t writes_in_flight_ = 0; // submit()ted and not yet handed back
+    flush_batcher group_;               // flush mode
+    std::vector<writer_completion> ready_;  // durable or failed, not yet handed back
+    std::vector<double> ready_latency_us_;
+    std::optional<io::reaper> reaper_;
+    io::reaper_counters counters_before_;  // of rings torn down by reset()
 };
 
 constexpr unsigned pool_ring_entries = 16;
@@ -93,23 +113,19 @@ struct writer::impl {
     std::atomic<bool> uring_cmd_missing{false};  // remembered once the kernel refused it
     writer_detail::ring_pool rings;
 
-    // Group commit: a flush started after a write completed makes that write durable.
-    std::mutex commit_mutex;
-    std::condition_variable commit_cv;
-    std::uint64_t completed = 0;  // writes completed so far (sequence numbers)
-    std::uint64_t durable = 0;    // every write with sequence <= durable is durable
-    bool flushing = false;
+    writer_detail::shared_flush commit;  // the synchronous path's group commit
 
     std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
-    std::atomic<int> passthrough_used{0};  // 0 none, 1 uring_cmd, 2 ioctl
+    // The path of the last NVMe command sent (none yet: nullopt).
+    std::atomic<std::optional<io::passthrough_path>> passthrough_used;
+    static_assert(std::atomic<std::optional<io::passthrough_path>>::is_always_lock_free);
     mutable std::mutex stats_mutex;
     std::vector<double> latencies_us;
 
-    writer_detail::async_engine async;
+    writer_detail::async_engine async{*this};
 
     std::optional<error_info> choose_mode();
     std::optional<error_info> open_fds();
-    std::optional<error_info> group_commit();
     std::optional<error_info> flush_now();
     std::optional<error_info> check_write(const void* buf, std::size_t len, std::uint64_t off) const;
     std::optional<error_info> write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
@@ -137,14 +153,6 @@ struct writer::impl {
     }
     void record(std::size_t len, double us);
     result<bool> range_written();
-    // Asynchronous path (async.cpp).
-    std::optional<error_info> async_start();
-    std::optional<error_info> async_queue(std::uint32_t slot);
-    void async_handle(const io_uring_cqe& cqe);
-    void async_deliver(std::uint32_t slot);
-    std::optional<error_info> async_maybe_flush();
-    std::optional<error_info> async_submit_sqes();
-    void async_reset();
 };
 
 }  // namespace wz

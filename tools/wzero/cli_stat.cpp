@@ -89,6 +89,7 @@ void print_human(const wz::capabilities& c) {
         t.add("  block size", fmt::format("logical {}, physical {}", d.logical_block_size, d.physical_block_size));
         t.add("  size", size_text(d.size_bytes));
         t.add("  discard", fmt::format("granularity {}, max {}", d.discard_granularity, size_text(d.discard_max_bytes)));
+        t.add("  poll queues", yes_no(d.io_poll));
     } else {
         t.add("device", "none");
     }

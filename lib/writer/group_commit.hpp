@@ -1,0 +1,85 @@
+// Private to lib/writer: group commit, the policy that decides when a flush starts and which
+// completed writes a finished flush makes durable. A flush makes durable exactly the writes
+// that had completed when it started; a write completed later waits for the next one.
+// Both classes run no I/O themselves: the flush is the caller's (a function for shared_flush,
+// a submitted command for flush_batcher), so the policy is tested without a device
+// (group_commit_test.cpp).
+#pragma once
+
+#include <wzero/wzero.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace wz::writer_detail {
+
+// The synchronous path: threads whose writes completed share flushes. One flush runs at a time;
+// a thread whose write is not yet covered either starts the next flush (covering every write
+// completed so far, its own and those of the threads waiting) or waits for the running one
+// and looks again.
+class shared_flush {
+public:
+    using flush_fn = std::function<std::optional<error_info>()>;
+
+    // Called once a write has completed: returns when a flush started after that completion
+    // succeeded. The error of a flush goes to the caller that ran it; a waiter it covered
+    // then starts a flush of its own.
+    std::optional<error_info> commit(const flush_fn& flush);
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::uint64_t completed_ = 0;  // writes completed so far (sequence numbers)
+    std::uint64_t durable_ = 0;    // every write with sequence <= durable_ is durable
+    bool flushing_ = false;
+};
+
+// The asynchronous path (one thread, the caller of submit/complete), fed with events:
+// write_completed, then flush_due at each look at the completion queue; start_flush when it
+// says so and flush_completed when the flush comes back. Writes are named by the caller's
+// ids (the writer's slots).
+//
+// A flush starts once no other write is on the device, or once the oldest waiting write has
+// waited as long as a write takes (a running mean from submit to completion). Writes
+// submitted together complete together: one flush then covers all of them (at queue depth q,
+// 1/q flush per write), where starting at the first completion split every cohort in two
+// (2/q: one flush per two writes at QD 4). A write waits for its cohort at most about one
+// write time, far less than the flush it saves; with nothing else in flight it does not wait.
+class flush_batcher {
+public:
+    using clock = std::chrono::steady_clock;
+
+    // Write `id` completed at `now`, `took` after its submission: it waits for a flush.
+    void write_completed(std::uint32_t id, clock::duration took, clock::time_point now);
+
+    // Whether a flush should start now, `unsettled` being the writes submitted and neither
+    // durable nor failed yet (those waiting here and those a flush in flight covers included).
+    [[nodiscard]] bool flush_due(clock::time_point now, std::size_t unsettled) const;
+
+    // The flush starts: it covers every write waiting now. Returns them.
+    const std::vector<std::uint32_t>& start_flush();
+    // The flush could not be queued after all: its writes wait again, for the next look.
+    void unstart_flush();
+    // The flush came back: returns the writes it covered (durable, or failed with its error),
+    // which are no longer held here.
+    std::vector<std::uint32_t> flush_completed();
+
+    [[nodiscard]] bool flush_in_flight() const noexcept { return in_flight_; }
+    [[nodiscard]] std::size_t waiting() const noexcept { return waiting_.size(); }
+    [[nodiscard]] std::size_t covered() const noexcept { return covered_.size(); }
+    [[nodiscard]] double mean_write_us() const noexcept { return write_mean_us_; }
+
+private:
+    std::vector<std::uint32_t> waiting_;  // completed, waiting for a flush
+    std::vector<std::uint32_t> covered_;  // made durable by the flush in flight
+    bool in_flight_ = false;
+    clock::time_point waiting_since_;  // when the oldest of waiting_ completed
+    double write_mean_us_ = 0;
+};
+
+}  // namespace wz::writer_detail

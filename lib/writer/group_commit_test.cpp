@@ -1,0 +1,303 @@
+// Group commit without a device: flush_batcher fed with events at chosen times (and run
+// against a simulated device), shared_flush with threads and a flush function that blocks
+// until the test lets it return.
+#include "writer/group_commit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace wz::writer_detail {
+namespace {
+
+using clock = flush_batcher::clock;
+using std::chrono::microseconds;
+
+const clock::time_point t0{};
+
+clock::time_point at(long us) { return t0 + microseconds(us); }
+
+TEST(FlushBatcher, AtQueueDepthOneNothingWaits) {
+    flush_batcher g;
+    g.write_completed(0, microseconds(100), at(100));
+    // The only write in flight: the flush starts at its completion.
+    EXPECT_TRUE(g.flush_due(at(100), 1));
+    EXPECT_EQ(g.start_flush(), std::vector<std::uint32_t>{0});
+    EXPECT_FALSE(g.flush_due(at(100), 1));  // one flush at a time
+    EXPECT_EQ(g.flush_completed(), std::vector<std::uint32_t>{0});
+    EXPECT_FALSE(g.flush_in_flight());
+    EXPECT_FALSE(g.flush_due(at(300), 0));  // nothing waits: no flush
+}
+
+TEST(FlushBatcher, ACohortSharesOneFlush) {
+    flush_batcher g;
+    // Four writes submitted together complete within a few microseconds of each other.
+    for (std::uint32_t id = 0; id < 4; ++id) {
+        g.write_completed(id, microseconds(100), at(100 + id));
+        if (id < 3) {
+            EXPECT_FALSE(g.flush_due(at(100 + id), 4)) << "after write " << id;
+        }
+    }
+    EXPECT_TRUE(g.flush_due(at(103), 4));
+    EXPECT_EQ(g.start_flush(), (std::vector<std::uint32_t>{0, 1, 2, 3}));
+}
+
+TEST(FlushBatcher, TheOldestWaitsAtMostAWriteTime) {
+    flush_batcher g;
+    g.write_completed(0, microseconds(100), at(100));  // the mean write time is now 100 us
+    EXPECT_DOUBLE_EQ(g.mean_write_us(), 100);
+    EXPECT_FALSE(g.flush_due(at(199), 4));  // three others still on the device
+    EXPECT_TRUE(g.flush_due(at(200), 4));   // but the oldest has waited a write's time
+    g.write_completed(1, microseconds(200), at(250));
+    EXPECT_DOUBLE_EQ(g.mean_write_us(), 0.875 * 100 + 0.125 * 200);
+}
+
+TEST(FlushBatcher, AWriteCompletedAfterAFlushStartedWaitsForTheNext) {
+    flush_batcher g;
+    g.write_completed(0, microseconds(100), at(100));
+    ASSERT_TRUE(g.flush_due(at(100), 1));
+    g.start_flush();
+    g.write_completed(1, microseconds(100), at(150));
+    EXPECT_EQ(g.waiting(), 1U);
+    EXPECT_EQ(g.covered(), 1U);
+    EXPECT_FALSE(g.flush_due(at(1000), 2));  // the flush in flight does not cover it
+    EXPECT_EQ(g.flush_completed(), std::vector<std::uint32_t>{0});
+    ASSERT_TRUE(g.flush_due(at(1000), 1));
+    EXPECT_EQ(g.start_flush(), std::vector<std::uint32_t>{1});
+}
+
+TEST(FlushBatcher, AFlushThatCannotBeQueuedIsRetried) {
+    flush_batcher g;
+    g.write_completed(0, microseconds(100), at(100));
+    g.write_completed(1, microseconds(100), at(101));
+    g.start_flush();
+    g.unstart_flush();  // no submission entry
+    EXPECT_FALSE(g.flush_in_flight());
+    EXPECT_EQ(g.waiting(), 2U);
+    EXPECT_TRUE(g.flush_due(at(101), 2));
+    EXPECT_EQ(g.start_flush(), (std::vector<std::uint32_t>{0, 1}));
+}
+
+TEST(FlushBatcher, AFlushErrorFailsExactlyTheWritesItCovered) {
+    flush_batcher g;
+    g.write_completed(3, microseconds(100), at(100));
+    g.write_completed(5, microseconds(100), at(101));
+    ASSERT_TRUE(g.flush_due(at(101), 2));
+    g.start_flush();
+    g.write_completed(7, microseconds(100), at(102));
+    // The caller fails what flush_completed hands back: 3 and 5, not 7.
+    EXPECT_EQ(g.flush_completed(), (std::vector<std::uint32_t>{3, 5}));
+    EXPECT_EQ(g.waiting(), 1U);
+    EXPECT_EQ(g.start_flush(), std::vector<std::uint32_t>{7});
+}
+
+// A device with unlimited parallelism: a write takes 40..60 us (a fixed pseudo-random
+// sequence), a flush 200 us. The submitter keeps `qd` writes in flight, as wzero bench write
+// does: whenever writes are handed back it submits as many new ones. Returns the flushes, and
+// checks that every write was handed back once, after a flush that started after it completed.
+struct sim_result {
+    unsigned flushes = 0;
+    unsigned handed_back = 0;
+};
+
+sim_result simulate(unsigned qd, unsigned total) {
+    flush_batcher g;
+    std::uint32_t seed = 12345;
+    auto write_us = [&] {
+        seed = seed * 1103515245U + 12345U;
+        return 40 + static_cast<long>((seed >> 16) % 21);
+    };
+    struct write_t {
+        long submitted = 0, done = 0;
+        bool completed = false;
+    };
+    std::map<std::uint32_t, write_t> on_device;  // by id
+    std::map<std::uint32_t, long> completed_at;
+    std::vector<std::uint32_t> free_ids;
+    for (std::uint32_t i = qd; i > 0; --i) {
+        free_ids.push_back(i - 1);
+    }
+    long now = 0;
+    long flush_done = -1, flush_started = -1;
+    unsigned submitted = 0;
+    sim_result r;
+    auto submit_free = [&] {
+        while (!free_ids.empty() && submitted < total) {
+            const std::uint32_t id = free_ids.back();
+            free_ids.pop_back();
+            on_device[id] = {now, now + write_us(), false};
+            ++submitted;
+        }
+    };
+    submit_free();
+    while (r.handed_back < total) {
+        long next = flush_done;
+        for (const auto& [id, w] : on_device) {
+            if (!w.completed && (next < 0 || w.done < next)) {
+                next = w.done;
+            }
+        }
+        EXPECT_GE(next, 0) << "nothing in flight with " << r.handed_back << " of " << total << " handed back";
+        if (next < 0) {
+            break;
+        }
+        now = next;
+        // Drain everything that completed by now, then look at the group commit once.
+        for (auto& [id, w] : on_device) {
+            if (!w.completed && w.done <= now) {
+                w.completed = true;
+                completed_at[id] = w.done;
+                g.write_completed(id, microseconds(w.done - w.submitted), at(w.done));
+            }
+        }
+        if (flush_done >= 0 && flush_done <= now) {
+            for (std::uint32_t id : g.flush_completed()) {
+                EXPECT_LE(completed_at[id], flush_started) << "write " << id;
+                on_device.erase(id);
+                free_ids.push_back(id);
+                ++r.handed_back;
+            }
+            flush_done = -1;
+        }
+        if (g.flush_due(at(now), on_device.size())) {
+            g.start_flush();
+            flush_started = now;
+            flush_done = now + 200;
+            ++r.flushes;
+        }
+        submit_free();
+    }
+    return r;
+}
+
+TEST(FlushBatcher, SimulatedDeviceQueueDepthOneFlushesEveryWrite) {
+    const sim_result r = simulate(1, 500);
+    EXPECT_EQ(r.handed_back, 500U);
+    EXPECT_EQ(r.flushes, 500U);
+}
+
+TEST(FlushBatcher, SimulatedDeviceAtMostHalfAFlushPerWrite) {
+    for (unsigned qd : {4U, 16U}) {
+        const sim_result r = simulate(qd, 2000);
+        EXPECT_EQ(r.handed_back, 2000U) << "qd " << qd;
+        EXPECT_GE(r.flushes, 2000U / qd) << "qd " << qd;
+        EXPECT_LE(r.flushes, 2000U / 2) << "qd " << qd;
+        // A cohort of qd writes shares one flush (about 1/qd per write).
+        EXPECT_LE(r.flushes, 2000U / qd + 2000U / qd / 4) << "qd " << qd;
+    }
+}
+
+// A flush function the test releases one call at a time.
+class gated_flush {
+public:
+    std::optional<error_info> operator()() {
+        std::unique_lock lk(m_);
+        const unsigned mine = started_++;
+        cv_.notify_all();
+        cv_.wait(lk, [&] { return released_ > mine; });
+        return mine < results_.size() ? results_[mine] : std::nullopt;
+    }
+    // False after 5 s without the n-th call (a broken policy must fail the test, not hang it).
+    bool wait_started(unsigned n) {
+        std::unique_lock lk(m_);
+        return cv_.wait_for(lk, std::chrono::seconds(5), [&] { return started_ >= n; });
+    }
+    void release_one() {
+        std::lock_guard lk(m_);
+        ++released_;
+        cv_.notify_all();
+    }
+    unsigned started() {
+        std::lock_guard lk(m_);
+        return started_;
+    }
+    void fail(unsigned call) {
+        std::lock_guard lk(m_);
+        results_.resize(std::max<std::size_t>(results_.size(), call + 1));
+        results_[call] = error_info{std::error_code(EIO, std::system_category()), "flush failed"};
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    unsigned started_ = 0, released_ = 0;
+    std::vector<std::optional<error_info>> results_;
+};
+
+TEST(SharedFlush, OneThreadFlushesEveryWrite) {
+    shared_flush s;
+    unsigned flushes = 0;
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_FALSE(s.commit([&]() -> std::optional<error_info> {
+            ++flushes;
+            return std::nullopt;
+        }));
+    }
+    EXPECT_EQ(flushes, 3U);
+}
+
+// Thread A runs flush 0; B, C and D complete while it runs: flush 0 does not cover them, and
+// one flush (1) covers all three.
+TEST(SharedFlush, WritesCompletedDuringAFlushShareTheNext) {
+    shared_flush s;
+    gated_flush f;
+    auto flush = [&] { return f(); };
+    std::atomic<unsigned> done{0};
+    std::thread a([&] {
+        EXPECT_FALSE(s.commit(flush));
+        ++done;
+    });
+    ASSERT_TRUE(f.wait_started(1));
+    std::vector<std::thread> others;
+    for (int i = 0; i < 3; ++i) {
+        others.emplace_back([&] {
+            EXPECT_FALSE(s.commit(flush));
+            ++done;
+        });
+    }
+    // Give B, C, D time to arrive and wait; none may return while flush 0 runs.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(done.load(), 0U);
+    f.release_one();  // flush 0 returns: A is durable, the others are not
+    EXPECT_TRUE(f.wait_started(2));
+    a.join();
+    EXPECT_EQ(done.load(), 1U);
+    f.release_one();  // flush 1 covers B, C and D
+    for (auto& t : others) {
+        t.join();
+    }
+    EXPECT_EQ(done.load(), 4U);
+    EXPECT_EQ(f.started(), 2U);
+}
+
+// Flush 0 fails: its caller A gets the error; B, which completed while it ran (not covered),
+// is made durable by the next flush and succeeds.
+TEST(SharedFlush, AFlushErrorGoesToTheWriteItCovered) {
+    shared_flush s;
+    gated_flush f;
+    f.fail(0);
+    auto flush = [&] { return f(); };
+    std::optional<error_info> ea, eb;
+    std::thread a([&] { ea = s.commit(flush); });
+    ASSERT_TRUE(f.wait_started(1));
+    std::thread b([&] { eb = s.commit(flush); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    f.release_one();
+    EXPECT_TRUE(f.wait_started(2));
+    f.release_one();
+    a.join();
+    b.join();
+    ASSERT_TRUE(ea);
+    EXPECT_EQ(ea->code.value(), EIO);
+    EXPECT_FALSE(eb);
+    EXPECT_EQ(f.started(), 2U);
+}
+
+}  // namespace
+}  // namespace wz::writer_detail
