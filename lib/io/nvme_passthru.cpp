@@ -238,7 +238,7 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     if (t.char_fd < 0) {
         return finish(make_error("nvme write zeroes", t.char_path, EBADF));
     }
-    if (t.nsid == 0 || t.nsid == 0xFFFFFFFF) {
+    if (t.nsid == 0 || t.nsid == NVME_NSID_ALL) {
         return invalid(fmt::format("nsid {} names no single namespace", t.nsid));
     }
     if (t.lba_bytes == 0 || (t.lba_bytes & (t.lba_bytes - 1)) != 0) {

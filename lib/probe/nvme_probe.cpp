@@ -64,7 +64,7 @@ std::optional<std::uint64_t> read_mps_min(const sysfs::tree& sys, const std::str
         why_not = "CAP register reads all ones (device not responding)";
         return std::nullopt;
     }
-    const unsigned mpsmin = (cap >> 48) & 0xFU;  // CAP bits 51:48, 2^(12 + MPSMIN)
+    const auto mpsmin = static_cast<unsigned>(NVME_CAP_MPSMIN(cap));  // CAP bits 51:48, 2^(12 + MPSMIN)
     return 1ULL << (12 + mpsmin);
 }
 
@@ -211,7 +211,7 @@ void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, cons
     out.nsze_lba = ns.nsze;
 
     nvm_id_ns_fields large{};
-    if (((ns.nsfeat >> 4) & 0x2U) != 0) {
+    if (npdgl_valid(ns.nsfeat)) {
         identify_page nvm_ns{};
         rc = nvme_identify_ns_csi(fd.get(), out.nsid, NVME_UUID_NONE, NVME_CSI_NVM, nvm_ns.data());
         if (rc == 0) {
