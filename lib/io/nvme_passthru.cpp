@@ -4,8 +4,8 @@
 
 #include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
-#include "probe/nvme_probe.hpp"
 #include "util/errors.hpp"
+#include "util/nvme_status.hpp"
 
 #include <linux/nvme_ioctl.h>
 #include <sys/ioctl.h>

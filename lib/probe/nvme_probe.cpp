@@ -2,6 +2,7 @@
 
 #include "probe/nvme_decode.hpp"
 #include "util/errors.hpp"
+#include "util/nvme_status.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -17,14 +18,6 @@
 namespace wz::nvme {
 
 namespace {
-
-class status_category_impl final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "nvme-status"; }
-    std::string message(int status) const override {
-        return fmt::format("NVMe status {:#x}: {}", status, nvme_status_to_string(status, false));
-    }
-};
 
 // libnvme's three outcomes: 0 success, > 0 an NVMe status, -1 with errno.
 std::string describe_failure(int rc, int saved_errno) {
@@ -69,11 +62,6 @@ std::optional<std::uint64_t> read_mps_min(const sysfs::tree& sys, const std::str
 }
 
 }  // namespace
-
-const std::error_category& status_category() noexcept {
-    static const status_category_impl cat;
-    return cat;
-}
 
 void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, const device_info& dev,
                      nvme_info& out, unknown_reasons& unknown) {
