@@ -1,5 +1,7 @@
 #include "plan/assess.hpp"
 
+#include "probe/file_kind.hpp"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -54,9 +56,9 @@ std::optional<kernel_version> parse_kernel_release(const std::string& release) {
 // writes on xfs, ext4 and ext4 lazytime; Linux 6.1 and 7.2): fstests host/009.
 static void assess_dsync_overwrite(capabilities& caps) {
     cache_info& c = caps.cache;
-    if (caps.file_type != "regular" || !caps.device) {
+    if (file_kind_of(caps) != file_kind::regular || !caps.device) {
         c.dsync_overwrite_fua.reset();
-        c.dsync_overwrite_reason = caps.file_type == "regular" ? "no block device" : "not a regular file";
+        c.dsync_overwrite_reason = file_kind_of(caps) == file_kind::regular ? "no block device" : "not a regular file";
         return;
     }
     const std::string fs = caps.fs ? caps.fs->type : std::string();
@@ -139,7 +141,7 @@ void assess_cache(capabilities& caps) {
 }
 
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in) {
-    const bool is_block = caps.file_type == "block";
+    const bool is_block = file_kind_of(caps) == file_kind::block;
     if (!in.kernel) {
         return unknown("kernel version unknown");
     }
@@ -189,7 +191,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
         return no(fmt::format("{} is not an NVMe namespace ({})", caps.device->disk, caps.device->kind));
     }
     const nvme_info& n = *caps.nvme;
-    if (caps.file_type == "regular") {
+    if (file_kind_of(caps) == file_kind::regular) {
         if (!caps.fs || !in_place_fs(caps.fs->type)) {
             return no(fmt::format("{} is not ext4 or xfs: passthrough zeroing of file extents is only done where "
                                   "extents are overwritten in place",
@@ -223,7 +225,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
     if (!*in.may_passthrough) {
         return no(fmt::format("needs CAP_SYS_ADMIN or write access to {}", n.char_device));
     }
-    std::string scope = caps.file_type == "regular" ? "already-written extents, through " : "through ";
+    std::string scope = file_kind_of(caps) == file_kind::regular ? "already-written extents, through " : "through ";
     if (with_deac) {
         std::string geo = n.npdg_bytes ? fmt::format("; DEAC on {}-aligned multiples of {}", bytes_text(*n.npda_bytes),
                                                      bytes_text(*n.npdg_bytes))
@@ -235,7 +237,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
 }
 
 method_assessment assess_zeroout(const capabilities& caps) {
-    if (caps.file_type != "block") {
+    if (file_kind_of(caps) != file_kind::block) {
         return no("BLKZEROOUT works on block devices only");
     }
     if (caps.write_zeroes.max_bytes > 0) {
@@ -264,7 +266,7 @@ void assess(capabilities& caps, const assess_inputs& in) {
 
     auto usable = [&](zero_method m) { return caps.methods[m].usable.value_or(false); };
     caps.recommended_method.reset();
-    if (caps.file_type == "block") {
+    if (file_kind_of(caps) == file_kind::block) {
         // Passthrough first: it can keep DEAC to the NPDA/NPDG-aligned spans, which the
         // kernel's path does not.
         for (zero_method m : {zero_method::nvme_deac, zero_method::kernel, zero_method::nvme, zero_method::zeroout,

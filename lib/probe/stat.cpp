@@ -4,10 +4,10 @@
 // because they cost admin commands and change only on Set Features or hotplug.
 
 #include "plan/assess.hpp"
+#include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
-#include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
 #include "util/unique_fd.hpp"
@@ -95,19 +95,19 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     capabilities caps;
     caps.path = path;
     caps.kernel_release = kernel_release();
-    const mode_t type = stx.stx_mode & S_IFMT;
-    if (type == S_IFDIR) {
+    const file_kind kind = file_kind_of(stx.stx_mode);
+    if (kind == file_kind::directory) {
         return make_error_msg(EISDIR, fmt::format("stat {}: Is a directory (expected a regular file or a block device)",
                                                   path));
     }
-    if (type != S_IFREG && type != S_IFBLK) {
+    if (kind != file_kind::regular && kind != file_kind::block) {
         return make_error_msg(EINVAL, fmt::format("stat {}: {} (expected a regular file or a block device)", path,
-                                                  target::type_name(type)));
+                                                  describe(kind)));
     }
-    caps.file_type = type == S_IFREG ? "regular" : "block";
+    caps.file_type = record_name(kind);
 
     std::optional<dev_t> devno;
-    if (type == S_IFREG) {
+    if (kind == file_kind::regular) {
         caps.size_bytes = stx.stx_size;
         auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh);
         if (!fs) {
@@ -148,7 +148,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
         caps.nvme = std::move(facts.nvme);
         caps.cache = facts.cache;
         caps.unknown.insert(facts.unknown.begin(), facts.unknown.end());
-        if (type == S_IFBLK && caps.device) {
+        if (kind == file_kind::block && caps.device) {
             caps.size_bytes = caps.device->size_bytes;
         }
     }
@@ -190,8 +190,8 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
     if (::statx(probe.get(), "", AT_EMPTY_PATH, STATX_TYPE, &stx) != 0) {
         return make_error("statx", path, errno);
     }
-    const mode_t type = stx.stx_mode & S_IFMT;
-    if (type != S_IFREG && type != S_IFBLK) {
+    const file_kind kind = file_kind_of(stx.stx_mode);
+    if (kind != file_kind::regular && kind != file_kind::block) {
         return stat(probe.get(), path, options);  // reports the type error
     }
     // The inode just checked, not the name again (it may have been swapped since).

@@ -48,9 +48,6 @@ struct opened {
 // EPERM (immutable or append-only), EACCES and the like from open(2).
 result<opened> open(const std::string& path, const open_request& request);
 
-// "a FIFO", "a character device", "a socket", ...: what a file of this type is, for messages.
-const char* type_name(mode_t mode) noexcept;
-
 // Removes a file that open() created, if the name still refers to the same inode.
 // Returns 0 or -errno.
 int remove_created(const opened& target);

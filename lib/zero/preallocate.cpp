@@ -5,6 +5,7 @@
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
 #include "plan/zero_plan.hpp"
+#include "probe/file_kind.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/unique_fd.hpp"
@@ -89,7 +90,7 @@ struct verify_extent_of_damage {
 // Size of what `fd` refers to now: a run may have been raced by a truncate, so the record
 // taken before it (caps.size_bytes) is not trusted for regular files.
 result<std::uint64_t> current_size(int fd, const std::string& path, const capabilities& caps) {
-    if (caps.file_type != "regular") {
+    if (file_kind_of(caps) != file_kind::regular) {
         return caps.size_bytes;
     }
     struct ::stat st {};
@@ -118,7 +119,7 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
         return size.error();
     }
     found.size_bytes = *size;
-    const bool regular = caps.file_type == "regular";
+    const bool regular = file_kind_of(caps) == file_kind::regular;
     if (end > *size) {
         found.missing = true;
         // pread stops at the end: what is not there must not count as zeroes read back.
@@ -707,7 +708,7 @@ std::optional<error_info> runner::verify(const capabilities& caps) {
     verify_extent_of_damage found;
     std::optional<error_info> e;
     if (opt_.verify == verify_mode::none) {
-        if (caps.file_type != "regular") {
+        if (file_kind_of(caps) != file_kind::regular) {
             return std::nullopt;
         }
         auto size = current_size(fd_, path_, caps);
@@ -727,7 +728,7 @@ std::optional<error_info> runner::verify(const capabilities& caps) {
     auto count_only_to = [this](std::uint64_t good_end) {
         rep_.bytes_done = std::min(rep_.bytes_done, good_end > offset_ ? good_end - offset_ : 0);
     };
-    if (caps.file_type != "regular" || !found.missing) {
+    if (file_kind_of(caps) != file_kind::regular || !found.missing) {
         // Bad data (a device that did not zero) is not a change by someone else.
         count_only_to(found.good_end);
         return e;
@@ -779,7 +780,7 @@ std::optional<error_info> runner::run() {
     if (!caps) {
         return caps.error();
     }
-    if (caps->file_type == "block") {
+    if (file_kind_of(*caps) == file_kind::block) {
         if (auto e = check_signature()) {
             return e;
         }
@@ -793,7 +794,7 @@ std::optional<error_info> runner::run() {
     queue_depth_ = qd.depth;
     decide(qd.reason);
     std::optional<error_info> e;
-    if (caps->file_type == "block") {
+    if (file_kind_of(*caps) == file_kind::block) {
         e = run_block(*caps);
     } else {
         e = run_file(*caps);
@@ -803,7 +804,7 @@ std::optional<error_info> runner::run() {
         // thinks the cache is write-back; passthrough writes bypass the filesystem, so when
         // the device's cache is really write-back they get an NVMe Flush of their own.
         const bool raw_write_through =
-            caps->file_type == "block" && caps->cache.effective == cache_mode::write_through;
+            file_kind_of(*caps) == file_kind::block && caps->cache.effective == cache_mode::write_through;
         if (raw_write_through) {
             // No filesystem metadata and no volatile cache: the data is durable once written
             // back; a flush would do nothing.
@@ -822,7 +823,7 @@ std::optional<error_info> runner::run() {
             e = verify(*caps);
         }
     }
-    if (e && !opt_.dry_run && caps->file_type == "regular") {
+    if (e && !opt_.dry_run && file_kind_of(*caps) == file_kind::regular) {
         cut_back(caps->size_bytes);
     }
     rep_.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -1074,7 +1075,7 @@ result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uin
     }
     auto& [fd, caps_value] = *t;
     const capabilities* caps = &caps_value;
-    if (caps->file_type != "regular") {
+    if (file_kind_of(*caps) != file_kind::regular) {
         return make_error_msg(EINVAL, fmt::format("map {}: not a regular file", path));
     }
     std::vector<mapped_extent> out;
