@@ -10,6 +10,7 @@
 #include "probe/sysfs.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
+#include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
@@ -157,7 +158,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
         // No answer from statx (btrfs, or block devices before Linux 6.11): whether O_DIRECT
         // works is found by opening; the larger of the fs block and the logical block is an
         // alignment every filesystem accepts.
-        unique_fd dfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+        unique_fd dfd = reopen_self(fd, O_RDONLY | O_DIRECT | O_CLOEXEC);
         if (dfd) {
             const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0
                                           ? caps.device->logical_block_size
@@ -195,7 +196,7 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
         return stat(probe.get(), path, options);  // reports the type error
     }
     // The inode just checked, not the name again (it may have been swapped since).
-    unique_fd fd(::open(fmt::format("/proc/self/fd/{}", probe.get()).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    unique_fd fd = reopen_self(probe.get(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (!fd) {
         return make_error("open", path, errno);
     }

@@ -5,6 +5,7 @@
 #include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
 #include "util/errors.hpp"
+#include "util/reopen.hpp"
 
 #include <blkid/blkid.h>
 #include <dirent.h>
@@ -27,8 +28,6 @@
 namespace wz::target {
 
 namespace {
-
-std::string self_fd(int fd) { return fmt::format("/proc/self/fd/{}", fd); }
 
 // Filesystems where a new regular file is never what the user meant: a mistyped device name
 // under /dev would otherwise become a file in RAM that every later step happily zeroes
@@ -169,7 +168,7 @@ result<opened> open(const std::string& path, const open_request& req) {
             flags |= O_EXCL;
         }
         opened t;
-        t.fd.reset(::open(self_fd(pfd.get()).c_str(), flags));
+        t.fd = reopen_self(pfd.get(), flags);
         if (!t.fd) {
             const int err = errno;
             if (err == EBUSY && kind == file_kind::block) {

@@ -8,6 +8,7 @@
 #include "probe/file_kind.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
+#include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
@@ -173,10 +174,10 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
         return std::nullopt;
     }
     // Data: read the range back (O_DIRECT where possible, so the device answers).
-    unique_fd rfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+    unique_fd rfd = reopen_self(fd, O_RDONLY | O_DIRECT | O_CLOEXEC);
     bool direct = true;
     if (!rfd) {
-        rfd.reset(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_CLOEXEC));
+        rfd = reopen_self(fd, O_RDONLY | O_CLOEXEC);
         direct = false;
         if (!rfd) {
             return make_error("open for verification", path, errno);
@@ -306,8 +307,7 @@ private:
 result<int> runner::direct_fd() {
     if (!direct_) {
         // A second open of the same file with O_DIRECT: the caller's descriptor keeps its flags.
-        std::string self = fmt::format("/proc/self/fd/{}", fd_);
-        direct_.reset(::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+        direct_ = reopen_self(fd_, O_WRONLY | O_DIRECT | O_CLOEXEC);
         if (!direct_) {
             return make_error("open O_DIRECT", path_, errno);
         }
@@ -412,7 +412,7 @@ std::optional<error_info> runner::recheck_edges(const std::vector<plan::operatio
         return std::nullopt;
     }
     if (!reader_) {
-        reader_.reset(::open(fmt::format("/proc/self/fd/{}", fd_).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+        reader_ = reopen_self(fd_, O_RDONLY | O_DIRECT | O_CLOEXEC);
         if (!reader_) {
             return make_error("open O_DIRECT for reading", path_, errno);
         }
