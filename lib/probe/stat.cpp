@@ -203,8 +203,6 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
     return stat(fd.get(), path, options);
 }
 
-const char* version() noexcept { return WZERO_VERSION; }
-
 const char* to_string(zero_method m) noexcept {
     switch (m) {
     case zero_method::kernel: return "kernel";
