@@ -198,6 +198,22 @@ result<opened> open(const std::string& path, const open_request& req) {
                                               path));
 }
 
+result<opened_with_record> open_with_record(const std::string& path, std::uint64_t offset, std::uint64_t& length) {
+    auto t = open(path, open_request{});
+    if (!t) {
+        return t.error();
+    }
+    unique_fd fd = std::move(t->fd);
+    auto caps = stat(fd.get(), path);
+    if (!caps) {
+        return caps.error();
+    }
+    if (length == 0) {
+        length = caps->size_bytes > offset ? caps->size_bytes - offset : 0;
+    }
+    return opened_with_record{std::move(fd), std::move(*caps)};
+}
+
 int remove_created(const opened& t) {
     if (!t.created || !t.dir) {
         return 0;
