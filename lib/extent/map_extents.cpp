@@ -2,6 +2,7 @@
 // (what `wzero map` prints).
 
 #include "extent/fiemap.hpp"
+#include "plan/zero_plan.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
@@ -31,6 +32,8 @@ result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uin
                                   ? caps->device->logical_block_size
                                   : 512;
     const std::uint64_t part = caps->device ? caps->device->partition_start_bytes : 0;
+    // The planner's geometry and rule, so that "aligned" here means what a DEAC run would do.
+    const plan::nvme_geometry geo = plan::geometry_from(*caps);
     extent::walker walk(fd.get(), path, offset, length, 512, true);
     std::vector<extent::extent> batch;
     while (true) {
@@ -51,9 +54,8 @@ result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uin
             if (e.physical && caps->device) {
                 m.lba = extent::to_lba(*e.physical, part, lbs);
                 m.nlb = e.length / lbs;
-                if (m.lba && caps->nvme && caps->nvme->npdg_bytes && caps->nvme->npda_bytes) {
-                    m.dealloc_aligned = extent::dealloc_aligned(*m.lba, m.nlb, lbs, *caps->nvme->npdg_bytes,
-                                                                *caps->nvme->npda_bytes);
+                if (m.lba && geo.npdg_bytes && geo.npda_bytes) {
+                    m.dealloc_aligned = plan::dealloc_aligned(geo, *m.lba, m.nlb);
                 }
             }
             out.push_back(std::move(m));
