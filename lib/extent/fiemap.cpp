@@ -213,18 +213,4 @@ std::optional<std::uint64_t> to_lba(std::uint64_t physical, std::uint64_t partit
     return device_bytes / lba_bytes;
 }
 
-bool dealloc_aligned(std::uint64_t lba, std::uint64_t nlb, std::uint32_t lba_bytes, std::uint64_t npdg_bytes,
-                     std::uint64_t npda_bytes) noexcept {
-    if (lba_bytes == 0 || npdg_bytes == 0 || npda_bytes == 0) {
-        return false;
-    }
-    std::uint64_t start_bytes = 0;
-    std::uint64_t length_bytes = 0;
-    if (__builtin_mul_overflow(lba, std::uint64_t{lba_bytes}, &start_bytes) ||
-        __builtin_mul_overflow(nlb, std::uint64_t{lba_bytes}, &length_bytes)) {
-        return false;
-    }
-    return start_bytes % npda_bytes == 0 && length_bytes % npdg_bytes == 0;
-}
-
 }  // namespace wz::extent

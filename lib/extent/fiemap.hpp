@@ -96,10 +96,4 @@ batch_outcome apply_fiemap_batch(std::span<const fiemap_extent> answer, bool ful
 [[nodiscard]] std::optional<std::uint64_t> to_lba(std::uint64_t physical, std::uint64_t partition_start_bytes,
                                                   std::uint32_t lba_bytes) noexcept;
 
-// True if [lba, lba + nlb) sits on the deallocation alignment and granularity (NVMe NPDA/NPDG
-// in bytes): lba * lba_bytes % npda_bytes == 0 and nlb * lba_bytes % npdg_bytes == 0. False
-// when a size is 0 (not reported: alignment cannot be shown) or a product overflows.
-[[nodiscard]] bool dealloc_aligned(std::uint64_t lba, std::uint64_t nlb, std::uint32_t lba_bytes,
-                                   std::uint64_t npdg_bytes, std::uint64_t npda_bytes) noexcept;
-
 }  // namespace wz::extent

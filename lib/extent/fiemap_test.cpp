@@ -109,39 +109,6 @@ TEST(extent_to_lba, table) {
     }
 }
 
-struct dealloc_row {
-    std::uint64_t lba;
-    std::uint64_t nlb;
-    std::uint32_t lba_bytes;
-    std::uint64_t npdg_bytes;
-    std::uint64_t npda_bytes;
-    bool expected;
-};
-
-TEST(extent_dealloc_aligned, table) {
-    const dealloc_row rows[] = {
-        {0, 8, 512, 4096, 4096, true},
-        {8, 8, 512, 4096, 4096, true},
-        {1, 8, 512, 4096, 4096, false},     // start not on NPDA
-        {8, 7, 512, 4096, 4096, false},     // length not a multiple of NPDG
-        {8, 1, 4096, 4096, 4096, true},
-        {256, 512, 4096, 2 * mi, 1 * mi, true},
-        {256, 256, 4096, 2 * mi, 1 * mi, false},  // 1 MiB long, granularity 2 MiB
-        {128, 512, 4096, 2 * mi, 1 * mi, false},  // starts at 512 KiB
-        {3, 5, 512, 512, 512, true},              // granularity of one LBA
-        {0, 8, 512, 0, 4096, false},              // NPDG not reported
-        {0, 8, 512, 4096, 0, false},              // NPDA not reported
-        {0, 8, 0, 4096, 4096, false},
-        {~std::uint64_t{0}, 1, 512, 512, 512, false},  // lba * lba_bytes overflows
-    };
-    for (const auto& row : rows) {
-        EXPECT_EQ(wz::extent::dealloc_aligned(row.lba, row.nlb, row.lba_bytes, row.npdg_bytes, row.npda_bytes),
-                  row.expected)
-            << "lba " << row.lba << " nlb " << row.nlb << " lba_bytes " << row.lba_bytes << " npdg "
-            << row.npdg_bytes << " npda " << row.npda_bytes;
-    }
-}
-
 // Synthetic kernel answers: shapes ext4 on this kernel does not produce on demand.
 
 fiemap_extent fe(std::uint64_t logical, std::uint64_t length, std::uint64_t physical, std::uint32_t flags = 0) {

@@ -1,7 +1,7 @@
 #include "io/engine.hpp"
 
-#include "probe/nvme_probe.hpp"
 #include "testing/scratch_dir.hpp"
+#include "util/nvme_status.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fcntl.h>

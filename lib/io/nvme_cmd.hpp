@@ -4,6 +4,7 @@
 
 #include <liburing.h>
 #include <linux/nvme_ioctl.h>
+#include <nvme/types.h>
 
 #include <wzero/wzero.hpp>
 
@@ -14,13 +15,16 @@
 
 namespace wz::io::detail {
 
-// NVM Command Set opcodes and CDW12 bits (NVM Command Set Specification 1.0, 3.2).
-constexpr std::uint8_t opcode_flush = 0x00;
-constexpr std::uint8_t opcode_write = 0x01;
-constexpr std::uint8_t opcode_write_zeroes = 0x08;
-constexpr std::uint32_t cdw12_deac = 1U << 25;  // Write Zeroes: deallocate
-constexpr std::uint32_t cdw12_fua = 1U << 30;   // Write / Write Zeroes: force unit access
-constexpr std::uint32_t max_nlb = 65536;        // CDW12 bits 15:0, 0's based
+// NVM Command Set opcodes and CDW12 bits (NVM Command Set Specification 1.0, 3.2), by
+// libnvme's names. libnvme's control flags (NVME_IO_*) are CDW12 bits 31:16 shifted down,
+// as its nvme_io_args.control: shifted back up here.
+constexpr std::uint8_t opcode_flush = nvme_cmd_flush;
+constexpr std::uint8_t opcode_write = nvme_cmd_write;
+constexpr std::uint8_t opcode_write_zeroes = nvme_cmd_write_zeroes;
+constexpr std::uint32_t cdw12_deac = std::uint32_t{NVME_IO_DEAC} << 16;  // Write Zeroes: deallocate
+constexpr std::uint32_t cdw12_fua = std::uint32_t{NVME_IO_FUA} << 16;    // Write / Write Zeroes: force unit access
+constexpr std::uint32_t max_nlb = 65536;  // CDW12 bits 15:0, 0's based
+static_assert(cdw12_deac == 1U << 25 && cdw12_fua == 1U << 30);
 
 // liburing 2.3 has no io_uring_prep_uring_cmd: the command goes in the SQE's tail, which a
 // ring set up with IORING_SETUP_SQE128 makes 80 bytes long.

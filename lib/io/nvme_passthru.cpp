@@ -4,8 +4,8 @@
 
 #include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
-#include "probe/nvme_probe.hpp"
 #include "util/errors.hpp"
+#include "util/nvme_status.hpp"
 
 #include <linux/nvme_ioctl.h>
 #include <sys/ioctl.h>
@@ -238,7 +238,7 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     if (t.char_fd < 0) {
         return finish(make_error("nvme write zeroes", t.char_path, EBADF));
     }
-    if (t.nsid == 0 || t.nsid == 0xFFFFFFFF) {
+    if (t.nsid == 0 || t.nsid == NVME_NSID_ALL) {
         return invalid(fmt::format("nsid {} names no single namespace", t.nsid));
     }
     if (t.lba_bytes == 0 || (t.lba_bytes & (t.lba_bytes - 1)) != 0) {

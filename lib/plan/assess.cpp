@@ -2,6 +2,7 @@
 
 #include "plan/method_order.hpp"
 #include "probe/fs_traits.hpp"
+#include "probe/file_kind.hpp"
 
 #include <fmt/format.h>
 
@@ -56,9 +57,9 @@ std::optional<kernel_version> parse_kernel_release(const std::string& release) {
 // Where that is confirmed: fs_traits::dsync_overwrite_fua.
 static void assess_dsync_overwrite(capabilities& caps) {
     cache_info& c = caps.cache;
-    if (caps.file_type != "regular" || !caps.device) {
+    if (file_kind_of(caps) != file_kind::regular || !caps.device) {
         c.dsync_overwrite_fua.reset();
-        c.dsync_overwrite_reason = caps.file_type == "regular" ? "no block device" : "not a regular file";
+        c.dsync_overwrite_reason = file_kind_of(caps) == file_kind::regular ? "no block device" : "not a regular file";
         return;
     }
     const std::string fs = caps.fs ? caps.fs->type : std::string();
@@ -143,7 +144,7 @@ void assess_cache(capabilities& caps) {
 }
 
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in) {
-    const bool is_block = caps.file_type == "block";
+    const bool is_block = file_kind_of(caps) == file_kind::block;
     if (!in.kernel) {
         return unknown("kernel version unknown");
     }
@@ -193,7 +194,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
         return no(fmt::format("{} is not an NVMe namespace ({})", caps.device->disk, caps.device->kind));
     }
     const nvme_info& n = *caps.nvme;
-    if (caps.file_type == "regular") {
+    if (file_kind_of(caps) == file_kind::regular) {
         if (!traits_of(caps).in_place_rezero) {
             return no(fmt::format("{} is not {}: passthrough zeroing of file extents is only done where "
                                   "extents are overwritten in place",
@@ -228,7 +229,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
     if (!*in.may_passthrough) {
         return no(fmt::format("needs CAP_SYS_ADMIN or write access to {}", n.char_device));
     }
-    std::string scope = caps.file_type == "regular" ? "already-written extents, through " : "through ";
+    std::string scope = file_kind_of(caps) == file_kind::regular ? "already-written extents, through " : "through ";
     if (with_deac) {
         std::string geo = n.npdg_bytes ? fmt::format("; DEAC on {}-aligned multiples of {}", bytes_text(*n.npda_bytes),
                                                      bytes_text(*n.npdg_bytes))
@@ -240,7 +241,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
 }
 
 method_assessment assess_zeroout(const capabilities& caps) {
-    if (caps.file_type != "block") {
+    if (file_kind_of(caps) != file_kind::block) {
         return no("BLKZEROOUT works on block devices only");
     }
     if (caps.write_zeroes.max_bytes > 0) {
@@ -278,7 +279,7 @@ void assess(capabilities& caps, const assess_inputs& in) {
 
     auto usable = [&](zero_method m) { return caps.methods[m].usable.value_or(false); };
     caps.recommended_method.reset();
-    if (caps.file_type == "block") {
+    if (file_kind_of(caps) == file_kind::block) {
         // Passthrough with DEAC first (block_device_first says why).
         for (zero_method m : block_device_order()) {
             if (usable(m)) {

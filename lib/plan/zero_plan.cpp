@@ -100,6 +100,18 @@ nvme_geometry geometry_from(const capabilities& caps) {
     return g;
 }
 
+dealloc_blocks dealloc_blocks_of(const nvme_geometry& g) {
+    dealloc_blocks b;
+    b.granularity = std::max<std::uint64_t>(g.npdg_bytes.value_or(0) / g.lba_bytes, 1);
+    b.alignment = std::max<std::uint64_t>(g.npda_bytes.value_or(0) / g.lba_bytes, 1);
+    return b;
+}
+
+bool dealloc_aligned(const nvme_geometry& g, std::uint64_t slba, std::uint64_t nlb) {
+    const dealloc_blocks b = dealloc_blocks_of(g);
+    return slba % b.alignment == 0 && nlb % b.granularity == 0;
+}
+
 void split_nvme_range(const nvme_geometry& g, std::uint64_t slba, std::uint64_t nlb_total, std::uint64_t offset,
                       const std::string& reason, std::vector<operation>& out) {
     const std::uint64_t end = slba + nlb_total;
@@ -122,9 +134,9 @@ void split_nvme_range(const nvme_geometry& g, std::uint64_t slba, std::uint64_t 
         emit(slba, end, false, g.max_nlb, reason);
         return;
     }
-    // Granularity and alignment in blocks; not stated (or finer than a block): one block.
-    const std::uint64_t gran = std::max<std::uint64_t>(g.npdg_bytes.value_or(0) / g.lba_bytes, 1);
-    const std::uint64_t align = std::max<std::uint64_t>(g.npda_bytes.value_or(0) / g.lba_bytes, 1);
+    const dealloc_blocks blocks = dealloc_blocks_of(g);
+    const std::uint64_t gran = blocks.granularity;
+    const std::uint64_t align = blocks.alignment;
     const std::uint64_t deac_chunk = round_down(g.max_nlb, gran);
     const std::uint64_t mid_start = round_up(slba, align);
     const std::uint64_t mid_end = mid_start < end ? mid_start + round_down(end - mid_start, gran) : mid_start;

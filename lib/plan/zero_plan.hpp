@@ -66,6 +66,19 @@ struct nvme_geometry {
 };
 nvme_geometry geometry_from(const capabilities& caps);
 
+// The deallocation geometry in logical blocks, as split_nvme_range applies it: NPDG and NPDA
+// over the LBA size, and one block where they are not stated (or finer than a block).
+struct dealloc_blocks {
+    std::uint64_t granularity = 1;
+    std::uint64_t alignment = 1;
+};
+dealloc_blocks dealloc_blocks_of(const nvme_geometry& g);
+
+// [slba, slba + nlb) starts on the deallocation alignment and is a whole number of granules:
+// split_nvme_range would send all of it with DEAC (where DEAC is allowed at all; g.deac is
+// not looked at here). What `wzero map` reports per extent as dealloc_aligned.
+bool dealloc_aligned(const nvme_geometry& g, std::uint64_t slba, std::uint64_t nlb);
+
 // Splits the namespace range [slba, slba + nlb_total) into Write Zeroes commands: DEAC only
 // on the NPDA-aligned, NPDG-multiple middle (when deac is allowed and the geometry is
 // stated), the unaligned head and tail without DEAC, every command at most max_nlb blocks

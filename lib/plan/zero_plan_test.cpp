@@ -122,6 +122,52 @@ TEST(SplitNvme, DifferentAlignmentAndGranularity) {
     EXPECT_TRUE(ops[1].deac);
 }
 
+// `wzero map`'s dealloc_aligned and the split agree: a span is aligned exactly when the
+// split would send all of it with DEAC.
+struct dealloc_row {
+    std::uint64_t slba;
+    std::uint64_t nlb;
+    std::uint32_t lba_bytes;
+    std::uint64_t npdg_bytes;
+    std::uint64_t npda_bytes;
+    bool expected;
+};
+
+TEST(DeallocAligned, TableAgreesWithTheSplit) {
+    constexpr std::uint64_t mi = 1ULL << 20;
+    const dealloc_row rows[] = {
+        {0, 8, 512, 4096, 4096, true},
+        {8, 8, 512, 4096, 4096, true},
+        {1, 8, 512, 4096, 4096, false},  // start not on NPDA
+        {8, 7, 512, 4096, 4096, false},  // length not a multiple of NPDG
+        {8, 1, 4096, 4096, 4096, true},
+        {256, 512, 4096, 2 * mi, 1 * mi, true},
+        {256, 256, 4096, 2 * mi, 1 * mi, false},  // 1 MiB long, granularity 2 MiB
+        {128, 512, 4096, 2 * mi, 1 * mi, false},  // starts at 512 KiB
+        {3, 5, 512, 512, 512, true},              // granularity of one LBA
+    };
+    for (const auto& row : rows) {
+        const nvme_geometry g = geo(row.lba_bytes, row.npdg_bytes, row.npda_bytes, true);
+        EXPECT_EQ(dealloc_aligned(g, row.slba, row.nlb), row.expected)
+            << "slba " << row.slba << " nlb " << row.nlb << " lba_bytes " << row.lba_bytes << " npdg "
+            << row.npdg_bytes << " npda " << row.npda_bytes;
+        std::vector<operation> ops;
+        split_nvme_range(g, row.slba, row.nlb, 0, "r", ops);
+        const bool all_deac =
+            !ops.empty() && std::all_of(ops.begin(), ops.end(), [](const operation& op) { return op.deac; });
+        EXPECT_EQ(all_deac, row.expected) << "split of slba " << row.slba << " nlb " << row.nlb;
+    }
+}
+
+TEST(DeallocAligned, BlocksOfTheGeometry) {
+    auto b = dealloc_blocks_of(geo(512, 8192, 4096, true));
+    EXPECT_EQ(b.granularity, 16U);
+    EXPECT_EQ(b.alignment, 8U);
+    b = dealloc_blocks_of(geo(4096, std::nullopt, std::nullopt, true));  // not stated: one block
+    EXPECT_EQ(b.granularity, 1U);
+    EXPECT_EQ(b.alignment, 1U);
+}
+
 TEST(SplitWrite, AlignedMiddleDirectEdgesBuffered) {
     std::vector<operation> ops;
     split_write_range(100, 10000, 4096, "w", ops);

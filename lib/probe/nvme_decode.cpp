@@ -2,11 +2,19 @@
 
 #include "probe/sysfs.hpp"
 
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 namespace wz::nvme {
 
 namespace {
+
+// NVM Command Set Specification 1.1 (NVMe 2.1), I/O Command Set Specific Identify Namespace
+// (CNS 05h, CSI 00h): NPDGL bytes 271:268, NPDAL bytes 287:284. libnvme 1.3 (Debian 12)
+// still has them as reserved bytes of struct nvme_nvm_id_ns.
+constexpr std::size_t nvm_id_ns_npdgl_offset = 268;
+constexpr std::size_t nvm_id_ns_npdal_offset = 284;
 
 std::uint16_t le16(const identify_page& p, std::size_t off) {
     return static_cast<std::uint16_t>(p[off] | (p[off + 1] << 8));
@@ -27,18 +35,18 @@ std::string ascii(const identify_page& p, std::size_t off, std::size_t len) {
 
 dlfeat_fields decode_dlfeat(std::uint8_t dlfeat) {
     dlfeat_fields f;
-    f.read_behavior = dlfeat & 0x7U;
-    f.wzds = (dlfeat & 0x8U) != 0;
-    f.guard_crc = (dlfeat & 0x10U) != 0;
-    f.deac_usable = f.wzds && f.read_behavior == 1;
+    f.read_behavior = dlfeat & NVME_NS_DLFEAT_RB;
+    f.wzds = (dlfeat & NVME_NS_DLFEAT_WRITE_ZEROES) != 0;
+    f.guard_crc = (dlfeat & NVME_NS_DLFEAT_CRC_GUARD) != 0;
+    f.deac_usable = f.wzds && f.read_behavior == NVME_NS_DLFEAT_RB_ALL_0S;
     return f;
 }
 
 const char* read_behavior_name(std::uint8_t drb) {
     switch (drb) {
-    case 0: return "not reported";
-    case 1: return "zeroes";
-    case 2: return "ones";
+    case NVME_NS_DLFEAT_RB_NR: return "not reported";
+    case NVME_NS_DLFEAT_RB_ALL_0S: return "zeroes";
+    case NVME_NS_DLFEAT_RB_ALL_FS: return "ones";
     default: return "reserved";
     }
 }
@@ -46,8 +54,7 @@ const char* read_behavior_name(std::uint8_t drb) {
 dealloc_geometry decode_dealloc(std::uint8_t nsfeat, std::uint16_t npwg, std::uint16_t npdg, std::uint16_t npda,
                                 std::uint32_t npdgl, std::uint32_t npdal, std::uint32_t lba_bytes) {
     dealloc_geometry g;
-    const unsigned optperf = (nsfeat >> 4) & 0x3U;
-    if (optperf == 0) {
+    if ((nsfeat & (NVME_NS_FEAT_IO_OPT | nsfeat_optperf_large)) == 0) {
         g.reason = "NSFEAT OPTPERF (bit 4) is 0: NPDG/NPDA are not valid for this namespace";
         return g;
     }
@@ -56,7 +63,7 @@ dealloc_geometry decode_dealloc(std::uint8_t nsfeat, std::uint16_t npwg, std::ui
         return g;
     }
     g.write_granularity_bytes = (static_cast<std::uint64_t>(npwg) + 1) * lba_bytes;
-    if ((optperf & 0x2U) != 0 && npdgl != 0) {
+    if (npdgl_valid(nsfeat) && npdgl != 0) {
         g.granularity_bytes = static_cast<std::uint64_t>(npdgl) * lba_bytes;
         g.alignment_bytes = static_cast<std::uint64_t>(npdal != 0 ? npdal : npdgl) * lba_bytes;
         g.source = "npdgl/npdal";
@@ -70,25 +77,26 @@ dealloc_geometry decode_dealloc(std::uint8_t nsfeat, std::uint16_t npwg, std::ui
 
 id_ns_fields parse_id_ns(const identify_page& page) {
     id_ns_fields f;
-    f.nsze = le64(page, 0);
-    f.nsfeat = page[24];
-    f.nlbaf = page[25];
-    f.flbas = page[26];
-    f.dlfeat = page[33];
-    f.npwg = le16(page, 64);
-    f.npdg = le16(page, 68);
-    f.npda = le16(page, 70);
+    f.nsze = le64(page, offsetof(nvme_id_ns, nsze));
+    f.nsfeat = page[offsetof(nvme_id_ns, nsfeat)];
+    f.nlbaf = page[offsetof(nvme_id_ns, nlbaf)];
+    f.flbas = page[offsetof(nvme_id_ns, flbas)];
+    f.dlfeat = page[offsetof(nvme_id_ns, dlfeat)];
+    f.npwg = le16(page, offsetof(nvme_id_ns, npwg));
+    f.npdg = le16(page, offsetof(nvme_id_ns, npdg));
+    f.npda = le16(page, offsetof(nvme_id_ns, npda));
     return f;
 }
 
 std::optional<std::uint32_t> lba_bytes(const identify_page& id_ns) {
-    const std::uint8_t flbas = id_ns[26];
+    const std::uint8_t flbas = id_ns[offsetof(nvme_id_ns, flbas)];
     // FLBAS bits 3:0 are the low and bits 6:5 the high bits of the format index.
-    const unsigned index = (flbas & 0xFU) | ((flbas & 0x60U) >> 1);
-    if (index > 63) {
+    const unsigned index = (flbas & NVME_NS_FLBAS_LOWER_MASK) | ((flbas & NVME_NS_FLBAS_HIGHER_MASK) >> 1);
+    if (index >= std::extent_v<decltype(nvme_id_ns::lbaf)>) {
         return std::nullopt;
     }
-    const std::uint8_t lbads = id_ns[128 + 4 * index + 2];
+    const std::uint8_t lbads =
+        id_ns[offsetof(nvme_id_ns, lbaf) + index * sizeof(nvme_lbaf) + offsetof(nvme_lbaf, ds)];
     if (lbads < 9 || lbads > 31) {
         return std::nullopt;
     }
@@ -97,19 +105,19 @@ std::optional<std::uint32_t> lba_bytes(const identify_page& id_ns) {
 
 id_ctrl_fields parse_id_ctrl(const identify_page& page) {
     id_ctrl_fields f;
-    f.serial = ascii(page, 4, 20);
-    f.model = ascii(page, 24, 40);
-    f.firmware = ascii(page, 64, 8);
-    f.mdts = page[77];
-    f.oncs = le16(page, 520);
-    f.vwc = page[525];
+    f.serial = ascii(page, offsetof(nvme_id_ctrl, sn), sizeof(nvme_id_ctrl{}.sn));
+    f.model = ascii(page, offsetof(nvme_id_ctrl, mn), sizeof(nvme_id_ctrl{}.mn));
+    f.firmware = ascii(page, offsetof(nvme_id_ctrl, fr), sizeof(nvme_id_ctrl{}.fr));
+    f.mdts = page[offsetof(nvme_id_ctrl, mdts)];
+    f.oncs = le16(page, offsetof(nvme_id_ctrl, oncs));
+    f.vwc = page[offsetof(nvme_id_ctrl, vwc)];
     return f;
 }
 
 nvm_id_ns_fields parse_nvm_id_ns(const identify_page& page) {
     nvm_id_ns_fields f;
-    f.npdgl = le32(page, 268);
-    f.npdal = le32(page, 284);
+    f.npdgl = le32(page, nvm_id_ns_npdgl_offset);
+    f.npdal = le32(page, nvm_id_ns_npdal_offset);
     return f;
 }
 

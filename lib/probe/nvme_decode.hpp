@@ -4,16 +4,19 @@
 // References: NVMe Base Specification 2.1 (Identify Controller, Identify Namespace),
 // NVM Command Set Specification 1.1 (I/O command set specific Identify pages).
 
+#include <nvme/types.h>
+
 #include <wzero/wzero.hpp>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace wz::nvme {
 
-inline constexpr std::size_t identify_page_bytes = 4096;
+inline constexpr std::size_t identify_page_bytes = NVME_IDENTIFY_DATA_SIZE;
 using identify_page = std::array<std::uint8_t, identify_page_bytes>;
 
 struct dlfeat_fields {
@@ -36,9 +39,13 @@ struct dealloc_geometry {
     std::string reason;  // why no geometry, when there is none
 };
 
-// NSFEAT OPTPERF: bit 4 up to NVMe 2.0; bits 5:4 from NVMe 2.1, where 10b/11b also make
-// NPDGL/NPDAL (NVM-specific Identify Namespace, 32-bit, not 0's based) valid.
-// NPDG/NPDA are 16-bit 0's based counts of logical blocks.
+// NSFEAT OPTPERF: bit 4 up to NVMe 2.0 (libnvme's NVME_NS_FEAT_IO_OPT); bits 5:4 from
+// NVMe 2.1, where 10b/11b also make NPDGL/NPDAL (NVM-specific Identify Namespace, 32-bit,
+// not 0's based) valid. NPDG/NPDA are 16-bit 0's based counts of logical blocks.
+// libnvme 1.3 (Debian 12) names bit 4 only: bit 5 is named here.
+inline constexpr std::uint8_t nsfeat_optperf_large = 1U << 5;  // NVMe 2.1, Identify Namespace, NSFEAT bit 5
+// NPDGL/NPDAL are valid (and worth a CNS 05h Identify to read).
+inline bool npdgl_valid(std::uint8_t nsfeat) { return (nsfeat & nsfeat_optperf_large) != 0; }
 dealloc_geometry decode_dealloc(std::uint8_t nsfeat, std::uint16_t npwg, std::uint16_t npdg, std::uint16_t npda,
                                 std::uint32_t npdgl, std::uint32_t npdal, std::uint32_t lba_bytes);
 
@@ -70,12 +77,14 @@ struct nvm_id_ns_fields {
 };
 nvm_id_ns_fields parse_nvm_id_ns(const identify_page& page);
 
-inline std::uint8_t parse_wzsl(const identify_page& nvm_id_ctrl) { return nvm_id_ctrl[1]; }
+inline std::uint8_t parse_wzsl(const identify_page& nvm_id_ctrl) {
+    return nvm_id_ctrl[offsetof(nvme_id_ctrl_nvm, wzsl)];
+}
 
-inline constexpr std::uint16_t oncs_write_zeroes_bit = 1U << 3;
-inline bool vwc_present(std::uint8_t vwc) { return (vwc & 1U) != 0; }
-// Get Features, Volatile Write Cache (FID 06h): DW0 bit 0 = WCE.
-inline bool wce_enabled(std::uint32_t dw0) { return (dw0 & 1U) != 0; }
+inline constexpr std::uint16_t oncs_write_zeroes_bit = NVME_CTRL_ONCS_WRITE_ZEROES;
+inline bool vwc_present(std::uint8_t vwc) { return (vwc & NVME_CTRL_VWC_PRESENT) != 0; }
+// Get Features, Volatile Write Cache (NVME_FEAT_FID_VOLATILE_WC): DW0 bit 0 = WCE.
+inline bool wce_enabled(std::uint32_t dw0) { return NVME_GET(dw0, FEAT_VWC_WCE) != 0; }
 
 // WZSL and MDTS are powers of two in units of CAP.MPSMIN; 0 means no limit stated.
 std::optional<std::uint64_t> limit_bytes(std::uint8_t exponent, std::optional<std::uint64_t> mps_min_bytes);

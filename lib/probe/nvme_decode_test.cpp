@@ -65,6 +65,23 @@ INSTANTIATE_TEST_SUITE_P(
         dlfeat_case{0x0a, 2, true, false, false},
         dlfeat_case{0x1f, 7, true, true, false}));
 
+TEST(Dealloc, OptperfBits) {
+    // OPTPERF 01b (bit 4, NVMe 2.0 and older): NPDG/NPDA only; 10b/11b (NVMe 2.1): NPDGL/NPDAL too.
+    EXPECT_FALSE(npdgl_valid(0x14));
+    EXPECT_TRUE(npdgl_valid(0x20));
+    EXPECT_TRUE(npdgl_valid(0x32));
+    // OPTPERF 10b alone: NPDGL/NPDAL are used, and without NPDGL the 16-bit fields still are.
+    auto g = decode_dealloc(0x20, 0, 7, 7, 0, 0, 512);
+    ASSERT_TRUE(g.granularity_bytes);
+    EXPECT_EQ(*g.granularity_bytes, 4096U);
+    EXPECT_EQ(g.source, "npdg/npda");
+    g = decode_dealloc(0x20, 0, 7, 7, 32, 0, 512);
+    ASSERT_TRUE(g.granularity_bytes);
+    EXPECT_EQ(*g.granularity_bytes, 16384U);
+    EXPECT_EQ(*g.alignment_bytes, 16384U);
+    EXPECT_EQ(g.source, "npdgl/npdal");
+}
+
 TEST(Dealloc, ValidOnlyWithOptperf) {
     // NSFEAT 0x04 (DAE) without bit 4: NPDG/NPDA are not to be used whatever they hold.
     auto g = decode_dealloc(0x04, 7, 7, 7, 0, 0, 512);
@@ -226,6 +243,7 @@ TEST(Recorded, NvmetOverScsiDebugSetupB) {
     EXPECT_EQ(f.dlfeat, 0x09);
     EXPECT_TRUE(decode_dlfeat(f.dlfeat).deac_usable);
     EXPECT_EQ(f.nsfeat, 0x32);  // OPTPERF = 11b: NPDGL/NPDAL valid
+    EXPECT_TRUE(npdgl_valid(f.nsfeat));
     EXPECT_EQ(f.npdg, 15);
     auto large = parse_nvm_id_ns(load_hex("nvmet-scsi_debug-nvm-id-ns.hex"));
     // The same 8 KiB as NPDG (0's based 15), stated as a plain count of 16 blocks.

@@ -2,6 +2,7 @@
 
 #include "probe/nvme_decode.hpp"
 #include "util/errors.hpp"
+#include "util/nvme_status.hpp"
 #include "util/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -17,14 +18,6 @@
 namespace wz::nvme {
 
 namespace {
-
-class status_category_impl final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "nvme-status"; }
-    std::string message(int status) const override {
-        return fmt::format("NVMe status {:#x}: {}", status, nvme_status_to_string(status, false));
-    }
-};
 
 // libnvme's three outcomes: 0 success, > 0 an NVMe status, -1 with errno.
 std::string describe_failure(int rc, int saved_errno) {
@@ -64,16 +57,11 @@ std::optional<std::uint64_t> read_mps_min(const sysfs::tree& sys, const std::str
         why_not = "CAP register reads all ones (device not responding)";
         return std::nullopt;
     }
-    const unsigned mpsmin = (cap >> 48) & 0xFU;  // CAP bits 51:48, 2^(12 + MPSMIN)
+    const auto mpsmin = static_cast<unsigned>(NVME_CAP_MPSMIN(cap));  // CAP bits 51:48, 2^(12 + MPSMIN)
     return 1ULL << (12 + mpsmin);
 }
 
 }  // namespace
-
-const std::error_category& status_category() noexcept {
-    static const status_category_impl cat;
-    return cat;
-}
 
 void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, const device_info& dev,
                      nvme_info& out, unknown_reasons& unknown) {
@@ -211,7 +199,7 @@ void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, cons
     out.nsze_lba = ns.nsze;
 
     nvm_id_ns_fields large{};
-    if (((ns.nsfeat >> 4) & 0x2U) != 0) {
+    if (npdgl_valid(ns.nsfeat)) {
         identify_page nvm_ns{};
         rc = nvme_identify_ns_csi(fd.get(), out.nsid, NVME_UUID_NONE, NVME_CSI_NVM, nvm_ns.data());
         if (rc == 0) {

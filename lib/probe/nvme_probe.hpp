@@ -4,12 +4,7 @@
 
 #include <wzero/wzero.hpp>
 
-#include <system_error>
-
 namespace wz::nvme {
-
-// NVMe completion status values are not errnos: they get their own category.
-const std::error_category& status_category() noexcept;
 
 // Probes the namespace behind `node` (an nvme disk or one of its partitions) with
 // libnvme: Identify Controller/Namespace, the NVM-specific pages, Get Features FID 06h.

@@ -4,13 +4,14 @@
 // because they cost admin commands and change only on Set Features or hotplug.
 
 #include "plan/assess.hpp"
+#include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
 #include "probe/fs_traits.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
-#include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
+#include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
@@ -96,19 +97,19 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     capabilities caps;
     caps.path = path;
     caps.kernel_release = kernel_release();
-    const mode_t type = stx.stx_mode & S_IFMT;
-    if (type == S_IFDIR) {
+    const file_kind kind = file_kind_of(stx.stx_mode);
+    if (kind == file_kind::directory) {
         return make_error_msg(EISDIR, fmt::format("stat {}: Is a directory (expected a regular file or a block device)",
                                                   path));
     }
-    if (type != S_IFREG && type != S_IFBLK) {
+    if (kind != file_kind::regular && kind != file_kind::block) {
         return make_error_msg(EINVAL, fmt::format("stat {}: {} (expected a regular file or a block device)", path,
-                                                  target::type_name(type)));
+                                                  describe(kind)));
     }
-    caps.file_type = type == S_IFREG ? "regular" : "block";
+    caps.file_type = record_name(kind);
 
     std::optional<dev_t> devno;
-    if (type == S_IFREG) {
+    if (kind == file_kind::regular) {
         caps.size_bytes = stx.stx_size;
         auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh);
         if (!fs) {
@@ -149,7 +150,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
         caps.nvme = std::move(facts.nvme);
         caps.cache = facts.cache;
         caps.unknown.insert(facts.unknown.begin(), facts.unknown.end());
-        if (type == S_IFBLK && caps.device) {
+        if (kind == file_kind::block && caps.device) {
             caps.size_bytes = caps.device->size_bytes;
         }
     }
@@ -161,13 +162,13 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
         // so it is asked once per st_dev; a block device's node shares its st_dev (devtmpfs)
         // with every other device node: asked each time.
         auto try_open = [fd] {
-            unique_fd dfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+            unique_fd dfd = reopen_self(fd, O_RDONLY | O_DIRECT | O_CLOEXEC);
             return dfd ? 0 : errno;
         };
-        const int open_err = type == S_IFREG ? fsprobe::direct_open_errno(makedev(stx.stx_dev_major,
-                                                                                  stx.stx_dev_minor),
-                                                                          options.refresh, try_open)
-                                             : try_open();
+        const int open_err =
+            kind == file_kind::regular
+                ? fsprobe::direct_open_errno(makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh, try_open)
+                : try_open();
         if (open_err == 0) {
             const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0
                                           ? caps.device->logical_block_size
@@ -200,19 +201,17 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
     if (::statx(probe.get(), "", AT_EMPTY_PATH, STATX_TYPE, &stx) != 0) {
         return make_error("statx", path, errno);
     }
-    const mode_t type = stx.stx_mode & S_IFMT;
-    if (type != S_IFREG && type != S_IFBLK) {
+    const file_kind kind = file_kind_of(stx.stx_mode);
+    if (kind != file_kind::regular && kind != file_kind::block) {
         return stat(probe.get(), path, options);  // reports the type error
     }
     // The inode just checked, not the name again (it may have been swapped since).
-    unique_fd fd(::open(fmt::format("/proc/self/fd/{}", probe.get()).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    unique_fd fd = reopen_self(probe.get(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (!fd) {
         return make_error("open", path, errno);
     }
     return stat(fd.get(), path, options);
 }
-
-const char* version() noexcept { return WZERO_VERSION; }
 
 const char* to_string(zero_method m) noexcept {
     switch (m) {

@@ -2,8 +2,10 @@
 
 #include "probe/target.hpp"
 
+#include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
 #include "util/errors.hpp"
+#include "util/reopen.hpp"
 
 #include <blkid/blkid.h>
 #include <dirent.h>
@@ -25,20 +27,7 @@
 
 namespace wz::target {
 
-const char* type_name(mode_t mode) noexcept {
-    switch (mode & S_IFMT) {
-    case S_IFIFO: return "a FIFO";
-    case S_IFCHR: return "a character device";
-    case S_IFSOCK: return "a socket";
-    case S_IFLNK: return "a symbolic link";
-    case S_IFDIR: return "a directory";
-    default: return "not a regular file or block device";
-    }
-}
-
 namespace {
-
-std::string self_fd(int fd) { return fmt::format("/proc/self/fd/{}", fd); }
 
 // Filesystems where a new regular file is never what the user meant: a mistyped device name
 // under /dev would otherwise become a file in RAM that every later step happily zeroes
@@ -159,12 +148,13 @@ result<opened> open(const std::string& path, const open_request& req) {
         if (::fstat(pfd.get(), &st) != 0) {
             return make_error("fstat", path, errno);
         }
-        if (S_ISDIR(st.st_mode)) {
+        const file_kind kind = file_kind_of(st.st_mode);
+        if (kind == file_kind::directory) {
             return make_error("open", path, EISDIR);
         }
-        if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        if (kind != file_kind::regular && kind != file_kind::block) {
             return make_error_msg(EINVAL, fmt::format("open {}: {}, not a regular file or block device", path,
-                                                      type_name(st.st_mode)));
+                                                      describe(kind)));
         }
         const bool write = req.mode == access::write;
         if (write) {
@@ -173,15 +163,15 @@ result<opened> open(const std::string& path, const open_request& req) {
             }
         }
         int flags = O_CLOEXEC | O_NOCTTY | (write && !req.dry_run ? O_RDWR : O_RDONLY);
-        if (write && S_ISBLK(st.st_mode)) {
+        if (write && kind == file_kind::block) {
             // Claimed on this inode, also in a dry run (which then says it would fail).
             flags |= O_EXCL;
         }
         opened t;
-        t.fd.reset(::open(self_fd(pfd.get()).c_str(), flags));
+        t.fd = reopen_self(pfd.get(), flags);
         if (!t.fd) {
             const int err = errno;
-            if (err == EBUSY && S_ISBLK(st.st_mode)) {
+            if (err == EBUSY && kind == file_kind::block) {
                 const std::string at = mounted_at(st.st_rdev);
                 return make_error_msg(EBUSY, fmt::format("open {} exclusively: Device or resource busy ({})", path,
                                                          at.empty() ? "mounted, or held by another process"
@@ -206,6 +196,22 @@ result<opened> open(const std::string& path, const open_request& req) {
     return make_error_msg(EAGAIN, fmt::format("open {}: the name keeps changing (created and removed by "
                                               "someone else)",
                                               path));
+}
+
+result<opened_with_record> open_with_record(const std::string& path, std::uint64_t offset, std::uint64_t& length) {
+    auto t = open(path, open_request{});
+    if (!t) {
+        return t.error();
+    }
+    unique_fd fd = std::move(t->fd);
+    auto caps = stat(fd.get(), path);
+    if (!caps) {
+        return caps.error();
+    }
+    if (length == 0) {
+        length = caps->size_bytes > offset ? caps->size_bytes - offset : 0;
+    }
+    return opened_with_record{std::move(fd), std::move(*caps)};
 }
 
 int remove_created(const opened& t) {

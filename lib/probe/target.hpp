@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 namespace wz::target {
@@ -48,8 +49,13 @@ struct opened {
 // EPERM (immutable or append-only), EACCES and the like from open(2).
 result<opened> open(const std::string& path, const open_request& request);
 
-// "a FIFO", "a character device", "a socket", ...: what a file of this type is, for messages.
-const char* type_name(mode_t mode) noexcept;
+// Opens PATH read-only as open() does, with its capability record (wz::stat of the
+// descriptor). A length of 0 becomes "to the end" of the file or device, from `offset`.
+struct opened_with_record {
+    unique_fd fd;
+    capabilities caps;
+};
+result<opened_with_record> open_with_record(const std::string& path, std::uint64_t offset, std::uint64_t& length);
 
 // Removes a file that open() created, if the name still refers to the same inode.
 // Returns 0 or -errno.

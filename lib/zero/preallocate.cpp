@@ -5,10 +5,14 @@
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
 #include "plan/zero_plan.hpp"
+#include "probe/file_kind.hpp"
 #include "probe/fs_traits.hpp"
 #include "probe/target.hpp"
+#include "util/aligned_buffer.hpp"
 #include "util/errors.hpp"
+#include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
+#include "verify/verify.hpp"
 #include "zero/kernel_zero.hpp"
 
 #include <wzero/wzero.hpp>
@@ -38,170 +42,9 @@ planned_operation to_public(const plan::operation& op) {
     return {plan::to_string(op.kind), op.offset, op.length, op.slba, op.nlb, op.deac, op.reason};
 }
 
-using aligned_bytes = std::unique_ptr<unsigned char, decltype(&std::free)>;
-
-// A page-aligned buffer for O_DIRECT reads; empty on allocation failure.
-aligned_bytes aligned_buffer(std::size_t bytes) {
-    void* raw = nullptr;
-    if (::posix_memalign(&raw, 4096, bytes) != 0) {
-        raw = nullptr;
-    }
-    return aligned_bytes(static_cast<unsigned char*>(raw), std::free);
-}
-
-// What a failed verification found, for a caller that must not report more than is there.
-struct verify_extent_of_damage {
-    std::uint64_t good_end = 0;    // [offset, good_end) was checked and is fine
-    std::uint64_t size_bytes = 0;  // the file's or device's size when it was checked
-    bool missing = false;          // a hole, an unwritten extent or the end of the file, not bad data
-};
-
-// Size of what `fd` refers to now: a run may have been raced by a truncate, so the record
-// taken before it (caps.size_bytes) is not trusted for regular files.
-result<std::uint64_t> current_size(int fd, const std::string& path, const capabilities& caps) {
-    if (caps.file_type != "regular") {
-        return caps.size_bytes;
-    }
-    struct ::stat st {};
-    if (::fstat(fd, &st) != 0) {
-        return make_error("fstat", path, errno);
-    }
-    return static_cast<std::uint64_t>(st.st_size);
-}
-
-// Proves [offset, offset + length) written zeroes as far as `mode` asks, or says why not:
-// rep.verified true (proven), false (disproven: also an error naming the first bad spot) or
-// unset (not proven: no extent map here). Reading zeroes back is never proof on its own for
-// a regular file: a hole and an unwritten extent read as zeroes too.
-std::optional<error_info> verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
-                                       std::uint64_t length, verify_mode mode, preallocate_report& rep,
-                                       verify_extent_of_damage* damage = nullptr) {
-    if (mode == verify_mode::none) {
-        return std::nullopt;
-    }
-    const std::uint64_t end = offset + length;
-    verify_extent_of_damage local;
-    verify_extent_of_damage& found = damage != nullptr ? *damage : local;
-    found.good_end = offset;
-    auto size = current_size(fd, path, caps);
-    if (!size) {
-        return size.error();
-    }
-    found.size_bytes = *size;
-    const bool regular = caps.file_type == "regular";
-    if (end > *size) {
-        found.missing = true;
-        // pread stops at the end: what is not there must not count as zeroes read back.
-        rep.verified = false;
-        rep.verify_detail = fmt::format("the range ends at {}, past the end of the {} ({} bytes)", end,
-                                        regular ? "file" : "device", *size);
-        return make_error_msg(EINVAL, fmt::format("verify {} [offset {}, length {}]: range ends past the end of the "
-                                                  "{} ({} bytes)",
-                                                  path, offset, length, regular ? "file" : "device", *size));
-    }
-    std::string extents_detail;
-    bool extents_checked = false;
-    if (regular) {
-        auto m = extent::map_range(fd, path, offset, length, true);
-        if (!m) {
-            // No FIEMAP (tmpfs, some FUSE): nothing can tell a hole from written zeroes.
-            // Any other failure is a failure to verify, not a pass.
-            const int err = m.error().code.value();
-            if (err != EOPNOTSUPP && err != ENOTTY) {
-                return m.error();
-            }
-            extents_detail = fmt::format("extents not checked: {}", m.error().message);
-        } else {
-            for (const auto& e : *m) {
-                if (e.type == extent::kind::hole || e.type == extent::kind::unwritten ||
-                    e.type == extent::kind::delalloc) {
-                    found.good_end = e.offset;
-                    found.missing = true;
-                    rep.verified = false;
-                    rep.verify_detail = fmt::format("{} extent at offset {}, length {}", extent::to_string(e.type),
-                                                    e.offset, e.length);
-                    return make_error_msg(EIO, fmt::format("verify {}: {} extent left at [offset {}, length {}]",
-                                                           path, extent::to_string(e.type), e.offset, e.length));
-                }
-            }
-            extents_checked = true;
-            extents_detail = fmt::format("{} extents, no hole or unwritten extent", m->size());
-        }
-    } else {
-        extents_detail = "block device: no extents";
-    }
-    if (mode == verify_mode::extents) {
-        // Without a map (tmpfs, FUSE) the extents prove nothing: say so rather than pass.
-        if (extents_checked) {
-            rep.verified = true;
-            found.good_end = end;
-        } else {
-            rep.verified.reset();
-        }
-        rep.verify_detail = extents_detail;
-        return std::nullopt;
-    }
-    // Data: read the range back (O_DIRECT where possible, so the device answers).
-    unique_fd rfd(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
-    bool direct = true;
-    if (!rfd) {
-        rfd.reset(::open(fmt::format("/proc/self/fd/{}", fd).c_str(), O_RDONLY | O_CLOEXEC));
-        direct = false;
-        if (!rfd) {
-            return make_error("open for verification", path, errno);
-        }
-    }
-    const std::uint64_t align = caps.dio && direct ? std::max<std::uint64_t>(caps.dio->offset_align, 4096) : 1;
-    const std::size_t chunk = 4U << 20;
-    aligned_bytes buf = aligned_buffer(chunk);
-    if (!buf) {
-        return make_error_msg(ENOMEM, "verify: out of memory");
-    }
-    std::uint64_t pos = offset / align * align;
-    while (pos < end) {
-        std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, (end - pos + align - 1) / align * align));
-        ssize_t n = ::pread(rfd.get(), buf.get(), want, static_cast<off_t>(pos));
-        if (n < 0) {
-            return make_error_range("read back", path, pos, want, errno);
-        }
-        if (n == 0) {
-            // The size was checked above: the file shrank while it was read.
-            auto now = current_size(fd, path, caps);
-            found.good_end = std::max(pos, offset);
-            found.missing = true;
-            found.size_bytes = now ? *now : found.size_bytes;
-            rep.verified = false;
-            rep.verify_detail = fmt::format("end of file at offset {} while reading back", found.good_end);
-            return make_error_msg(EIO, fmt::format("read back {} [offset {}, length {}]: end of file at offset {} "
-                                                   "(size now {} bytes)",
-                                                   path, pos, want, pos, found.size_bytes));
-        }
-        for (ssize_t i = 0; i < n; ++i) {
-            const std::uint64_t at = pos + static_cast<std::uint64_t>(i);
-            if (at >= offset && at < end && buf.get()[i] != 0) {
-                found.good_end = at;
-                rep.verified = false;
-                rep.verify_detail = fmt::format("non-zero byte at offset {}", at);
-                return make_error_msg(EIO, fmt::format("verify {}: non-zero byte at offset {}", path, at));
-            }
-        }
-        pos += static_cast<std::uint64_t>(n);
-        found.good_end = std::min(std::max(pos, offset), end);
-    }
-    const std::string read_detail =
-        fmt::format("{} bytes read back as zeroes{}", length, direct ? " (O_DIRECT)" : "");
-    if (regular && !extents_checked) {
-        // Zeroes read back from a hole or an unwritten extent too: not a proof of written zeroes.
-        found.good_end = offset;
-        rep.verified.reset();
-        rep.verify_detail = fmt::format("{}; {}, but holes and unwritten extents also read as zeroes",
-                                        extents_detail, read_detail);
-        return std::nullopt;
-    }
-    rep.verified = true;
-    rep.verify_detail = fmt::format("{}; {}", extents_detail, read_detail);
-    return std::nullopt;
-}
+using zero_check::current_size;
+using zero_check::verify_extent_of_damage;
+using zero_check::verify_range;
 
 class runner {
 public:
@@ -275,8 +118,7 @@ private:
 result<int> runner::direct_fd() {
     if (!direct_) {
         // A second open of the same file with O_DIRECT: the caller's descriptor keeps its flags.
-        std::string self = fmt::format("/proc/self/fd/{}", fd_);
-        direct_.reset(::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+        direct_ = reopen_self(fd_, O_WRONLY | O_DIRECT | O_CLOEXEC);
         if (!direct_) {
             return make_error("open O_DIRECT", path_, errno);
         }
@@ -381,7 +223,7 @@ std::optional<error_info> runner::recheck_edges(const std::vector<plan::operatio
         return std::nullopt;
     }
     if (!reader_) {
-        reader_.reset(::open(fmt::format("/proc/self/fd/{}", fd_).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC));
+        reader_ = reopen_self(fd_, O_RDONLY | O_DIRECT | O_CLOEXEC);
         if (!reader_) {
             return make_error("open O_DIRECT for reading", path_, errno);
         }
@@ -671,7 +513,7 @@ std::optional<error_info> runner::verify(const capabilities& caps) {
     verify_extent_of_damage found;
     std::optional<error_info> e;
     if (opt_.verify == verify_mode::none) {
-        if (caps.file_type != "regular") {
+        if (file_kind_of(caps) != file_kind::regular) {
             return std::nullopt;
         }
         auto size = current_size(fd_, path_, caps);
@@ -691,7 +533,7 @@ std::optional<error_info> runner::verify(const capabilities& caps) {
     auto count_only_to = [this](std::uint64_t good_end) {
         rep_.bytes_done = std::min(rep_.bytes_done, good_end > offset_ ? good_end - offset_ : 0);
     };
-    if (caps.file_type != "regular" || !found.missing) {
+    if (file_kind_of(caps) != file_kind::regular || !found.missing) {
         // Bad data (a device that did not zero) is not a change by someone else.
         count_only_to(found.good_end);
         return e;
@@ -743,7 +585,7 @@ std::optional<error_info> runner::run() {
     if (!caps) {
         return caps.error();
     }
-    if (caps->file_type == "block") {
+    if (file_kind_of(*caps) == file_kind::block) {
         if (auto e = check_signature()) {
             return e;
         }
@@ -757,7 +599,7 @@ std::optional<error_info> runner::run() {
     queue_depth_ = qd.depth;
     decide(qd.reason);
     std::optional<error_info> e;
-    if (caps->file_type == "block") {
+    if (file_kind_of(*caps) == file_kind::block) {
         e = run_block(*caps);
     } else {
         e = run_file(*caps);
@@ -767,7 +609,7 @@ std::optional<error_info> runner::run() {
         // thinks the cache is write-back; passthrough writes bypass the filesystem, so when
         // the device's cache is really write-back they get an NVMe Flush of their own.
         const bool raw_write_through =
-            caps->file_type == "block" && caps->cache.effective == cache_mode::write_through;
+            file_kind_of(*caps) == file_kind::block && caps->cache.effective == cache_mode::write_through;
         if (raw_write_through) {
             // No filesystem metadata and no volatile cache: the data is durable once written
             // back; a flush would do nothing.
@@ -786,7 +628,7 @@ std::optional<error_info> runner::run() {
             e = verify(*caps);
         }
     }
-    if (e && !opt_.dry_run && caps->file_type == "regular") {
+    if (e && !opt_.dry_run && file_kind_of(*caps) == file_kind::regular) {
         cut_back(caps->size_bytes);
     }
     rep_.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -978,107 +820,6 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
         return make_error("close", path, -c);
     }
     return r;
-}
-
-}  // namespace wz
-
-namespace wz {
-
-namespace {
-
-struct opened_target {
-    unique_fd fd;
-    capabilities caps;
-};
-
-// Opens PATH read-only with its record; a length of 0 becomes "to the end". Decided on the
-// descriptor: a FIFO or other non-file is refused, never opened (it would block).
-result<opened_target> open_target(const std::string& path, std::uint64_t offset, std::uint64_t& length) {
-    auto t = target::open(path, target::open_request{});
-    if (!t) {
-        return t.error();
-    }
-    unique_fd fd = std::move(t->fd);
-    auto caps = stat(fd.get(), path);
-    if (!caps) {
-        return caps.error();
-    }
-    if (length == 0) {
-        length = caps->size_bytes > offset ? caps->size_bytes - offset : 0;
-    }
-    return opened_target{std::move(fd), std::move(*caps)};
-}
-
-}  // namespace
-
-result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                  verify_mode mode) {
-    auto t = open_target(path, offset, length);
-    if (!t) {
-        return t.error();
-    }
-    auto& [fd, caps] = *t;
-    preallocate_report rep;
-    rep.path = path;
-    rep.offset = offset;
-    rep.length = length;
-    if (length == 0) {
-        return make_error_msg(EINVAL, fmt::format("verify {}: empty range", path));
-    }
-    if (auto e = verify_range(fd.get(), path, caps, offset, length, mode, rep)) {
-        return *e;
-    }
-    return rep;
-}
-
-result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length) {
-    auto t = open_target(path, offset, length);
-    if (!t) {
-        return t.error();
-    }
-    auto& [fd, caps_value] = *t;
-    const capabilities* caps = &caps_value;
-    if (caps->file_type != "regular") {
-        return make_error_msg(EINVAL, fmt::format("map {}: not a regular file", path));
-    }
-    std::vector<mapped_extent> out;
-    if (length == 0) {
-        return out;
-    }
-    const std::uint32_t lbs = caps->nvme && caps->nvme->lba_bytes != 0 ? caps->nvme->lba_bytes
-                              : caps->device && caps->device->logical_block_size != 0
-                                  ? caps->device->logical_block_size
-                                  : 512;
-    const std::uint64_t part = caps->device ? caps->device->partition_start_bytes : 0;
-    extent::walker walk(fd.get(), path, offset, length, 512, true);
-    std::vector<extent::extent> batch;
-    while (true) {
-        auto more = walk.next(batch);
-        if (!more) {
-            return more.error();
-        }
-        if (!*more) {
-            break;
-        }
-        for (const auto& e : batch) {
-            mapped_extent m;
-            m.offset = e.offset;
-            m.length = e.length;
-            m.kind = extent::to_string(e.type);
-            m.flags = e.flags;
-            m.physical = e.physical;
-            if (e.physical && caps->device) {
-                m.lba = extent::to_lba(*e.physical, part, lbs);
-                m.nlb = e.length / lbs;
-                if (m.lba && caps->nvme && caps->nvme->npdg_bytes && caps->nvme->npda_bytes) {
-                    m.dealloc_aligned = extent::dealloc_aligned(*m.lba, m.nlb, lbs, *caps->nvme->npdg_bytes,
-                                                                *caps->nvme->npda_bytes);
-                }
-            }
-            out.push_back(std::move(m));
-        }
-    }
-    return out;
 }
 
 }  // namespace wz

@@ -1,0 +1,67 @@
+// wz::map_extents(): the extents of a file range with the device addresses behind them
+// (what `wzero map` prints).
+
+#include "extent/fiemap.hpp"
+#include "plan/zero_plan.hpp"
+#include "probe/file_kind.hpp"
+#include "probe/target.hpp"
+#include "util/errors.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <fmt/format.h>
+
+namespace wz {
+
+result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length) {
+    auto t = target::open_with_record(path, offset, length);
+    if (!t) {
+        return t.error();
+    }
+    auto& [fd, caps_value] = *t;
+    const capabilities* caps = &caps_value;
+    if (file_kind_of(*caps) != file_kind::regular) {
+        return make_error_msg(EINVAL, fmt::format("map {}: not a regular file", path));
+    }
+    std::vector<mapped_extent> out;
+    if (length == 0) {
+        return out;
+    }
+    const std::uint32_t lbs = caps->nvme && caps->nvme->lba_bytes != 0 ? caps->nvme->lba_bytes
+                              : caps->device && caps->device->logical_block_size != 0
+                                  ? caps->device->logical_block_size
+                                  : 512;
+    const std::uint64_t part = caps->device ? caps->device->partition_start_bytes : 0;
+    // The planner's geometry and rule, so that "aligned" here means what a DEAC run would do.
+    const plan::nvme_geometry geo = plan::geometry_from(*caps);
+    extent::walker walk(fd.get(), path, offset, length, 512, true);
+    std::vector<extent::extent> batch;
+    while (true) {
+        auto more = walk.next(batch);
+        if (!more) {
+            return more.error();
+        }
+        if (!*more) {
+            break;
+        }
+        for (const auto& e : batch) {
+            mapped_extent m;
+            m.offset = e.offset;
+            m.length = e.length;
+            m.kind = extent::to_string(e.type);
+            m.flags = e.flags;
+            m.physical = e.physical;
+            if (e.physical && caps->device) {
+                m.lba = extent::to_lba(*e.physical, part, lbs);
+                m.nlb = e.length / lbs;
+                if (m.lba && geo.npdg_bytes && geo.npda_bytes) {
+                    m.dealloc_aligned = plan::dealloc_aligned(geo, *m.lba, m.nlb);
+                }
+            }
+            out.push_back(std::move(m));
+        }
+    }
+    return out;
+}
+
+}  // namespace wz

@@ -1,0 +1,23 @@
+#pragma once
+
+// Opening again the file a descriptor refers to, with other flags (O_DIRECT, read-write, an
+// exclusive claim), through /proc/self/fd/N: the same inode even when its name has been
+// swapped or unlinked since, which a second open by name cannot promise. Works on O_PATH
+// descriptors too, which is how probe/target.hpp turns a checked O_PATH handle into an open
+// file.
+
+#include "util/unique_fd.hpp"
+
+#include <string>
+
+namespace wz {
+
+// "/proc/self/fd/N", for messages that say what was reopened.
+[[nodiscard]] std::string self_fd_path(int fd);
+
+// open(2) of self_fd_path(fd) with `flags`; O_CLOEXEC is always added (no reopened descriptor
+// leaks into a child). As open(2): an empty unique_fd with errno set on failure (EBADF for a
+// negative fd; ENOENT for a number that is not open).
+[[nodiscard]] unique_fd reopen_self(int fd, int flags);
+
+}  // namespace wz

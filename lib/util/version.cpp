@@ -1,0 +1,9 @@
+// wz::version(): the library's version, set by the build (project(wzero VERSION ...)).
+
+#include <wzero/wzero.hpp>
+
+namespace wz {
+
+const char* version() noexcept { return WZERO_VERSION; }
+
+}  // namespace wz

@@ -1,0 +1,188 @@
+// wz::verify() and the zero check behind it (see verify.hpp).
+
+#include "verify/verify.hpp"
+
+#include "extent/fiemap.hpp"
+#include "probe/file_kind.hpp"
+#include "probe/target.hpp"
+#include "util/aligned_buffer.hpp"
+#include "util/errors.hpp"
+#include "util/reopen.hpp"
+#include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace wz {
+
+namespace zero_check {
+
+result<std::uint64_t> current_size(int fd, const std::string& path, const capabilities& caps) {
+    if (file_kind_of(caps) != file_kind::regular) {
+        return caps.size_bytes;
+    }
+    struct ::stat st {};
+    if (::fstat(fd, &st) != 0) {
+        return make_error("fstat", path, errno);
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+std::optional<error_info> verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
+                                       std::uint64_t length, verify_mode mode, preallocate_report& rep,
+                                       verify_extent_of_damage* damage) {
+    if (mode == verify_mode::none) {
+        return std::nullopt;
+    }
+    const std::uint64_t end = offset + length;
+    verify_extent_of_damage local;
+    verify_extent_of_damage& found = damage != nullptr ? *damage : local;
+    found.good_end = offset;
+    auto size = current_size(fd, path, caps);
+    if (!size) {
+        return size.error();
+    }
+    found.size_bytes = *size;
+    const bool regular = file_kind_of(caps) == file_kind::regular;
+    if (end > *size) {
+        found.missing = true;
+        // pread stops at the end: what is not there must not count as zeroes read back.
+        rep.verified = false;
+        rep.verify_detail = fmt::format("the range ends at {}, past the end of the {} ({} bytes)", end,
+                                        regular ? "file" : "device", *size);
+        return make_error_msg(EINVAL, fmt::format("verify {} [offset {}, length {}]: range ends past the end of the "
+                                                  "{} ({} bytes)",
+                                                  path, offset, length, regular ? "file" : "device", *size));
+    }
+    std::string extents_detail;
+    bool extents_checked = false;
+    if (regular) {
+        auto m = extent::map_range(fd, path, offset, length, true);
+        if (!m) {
+            // No FIEMAP (tmpfs, some FUSE): nothing can tell a hole from written zeroes.
+            // Any other failure is a failure to verify, not a pass.
+            const int err = m.error().code.value();
+            if (err != EOPNOTSUPP && err != ENOTTY) {
+                return m.error();
+            }
+            extents_detail = fmt::format("extents not checked: {}", m.error().message);
+        } else {
+            for (const auto& e : *m) {
+                if (e.type == extent::kind::hole || e.type == extent::kind::unwritten ||
+                    e.type == extent::kind::delalloc) {
+                    found.good_end = e.offset;
+                    found.missing = true;
+                    rep.verified = false;
+                    rep.verify_detail = fmt::format("{} extent at offset {}, length {}", extent::to_string(e.type),
+                                                    e.offset, e.length);
+                    return make_error_msg(EIO, fmt::format("verify {}: {} extent left at [offset {}, length {}]",
+                                                           path, extent::to_string(e.type), e.offset, e.length));
+                }
+            }
+            extents_checked = true;
+            extents_detail = fmt::format("{} extents, no hole or unwritten extent", m->size());
+        }
+    } else {
+        extents_detail = "block device: no extents";
+    }
+    if (mode == verify_mode::extents) {
+        // Without a map (tmpfs, FUSE) the extents prove nothing: say so rather than pass.
+        if (extents_checked) {
+            rep.verified = true;
+            found.good_end = end;
+        } else {
+            rep.verified.reset();
+        }
+        rep.verify_detail = extents_detail;
+        return std::nullopt;
+    }
+    // Data: read the range back (O_DIRECT where possible, so the device answers).
+    unique_fd rfd = reopen_self(fd, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    bool direct = true;
+    if (!rfd) {
+        rfd = reopen_self(fd, O_RDONLY | O_CLOEXEC);
+        direct = false;
+        if (!rfd) {
+            return make_error("open for verification", path, errno);
+        }
+    }
+    const std::uint64_t align = caps.dio && direct ? std::max<std::uint64_t>(caps.dio->offset_align, 4096) : 1;
+    const std::size_t chunk = 4U << 20;
+    aligned_bytes buf = aligned_buffer(chunk);
+    if (!buf) {
+        return make_error_msg(ENOMEM, "verify: out of memory");
+    }
+    std::uint64_t pos = offset / align * align;
+    while (pos < end) {
+        std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, (end - pos + align - 1) / align * align));
+        ssize_t n = ::pread(rfd.get(), buf.get(), want, static_cast<off_t>(pos));
+        if (n < 0) {
+            return make_error_range("read back", path, pos, want, errno);
+        }
+        if (n == 0) {
+            // The size was checked above: the file shrank while it was read.
+            auto now = current_size(fd, path, caps);
+            found.good_end = std::max(pos, offset);
+            found.missing = true;
+            found.size_bytes = now ? *now : found.size_bytes;
+            rep.verified = false;
+            rep.verify_detail = fmt::format("end of file at offset {} while reading back", found.good_end);
+            return make_error_msg(EIO, fmt::format("read back {} [offset {}, length {}]: end of file at offset {} "
+                                                   "(size now {} bytes)",
+                                                   path, pos, want, pos, found.size_bytes));
+        }
+        for (ssize_t i = 0; i < n; ++i) {
+            const std::uint64_t at = pos + static_cast<std::uint64_t>(i);
+            if (at >= offset && at < end && buf.get()[i] != 0) {
+                found.good_end = at;
+                rep.verified = false;
+                rep.verify_detail = fmt::format("non-zero byte at offset {}", at);
+                return make_error_msg(EIO, fmt::format("verify {}: non-zero byte at offset {}", path, at));
+            }
+        }
+        pos += static_cast<std::uint64_t>(n);
+        found.good_end = std::min(std::max(pos, offset), end);
+    }
+    const std::string read_detail =
+        fmt::format("{} bytes read back as zeroes{}", length, direct ? " (O_DIRECT)" : "");
+    if (regular && !extents_checked) {
+        // Zeroes read back from a hole or an unwritten extent too: not a proof of written zeroes.
+        found.good_end = offset;
+        rep.verified.reset();
+        rep.verify_detail = fmt::format("{}; {}, but holes and unwritten extents also read as zeroes",
+                                        extents_detail, read_detail);
+        return std::nullopt;
+    }
+    rep.verified = true;
+    rep.verify_detail = fmt::format("{}; {}", extents_detail, read_detail);
+    return std::nullopt;
+}
+
+}  // namespace zero_check
+
+result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                  verify_mode mode) {
+    auto t = target::open_with_record(path, offset, length);
+    if (!t) {
+        return t.error();
+    }
+    auto& [fd, caps] = *t;
+    preallocate_report rep;
+    rep.path = path;
+    rep.offset = offset;
+    rep.length = length;
+    if (length == 0) {
+        return make_error_msg(EINVAL, fmt::format("verify {}: empty range", path));
+    }
+    if (auto e = zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep)) {
+        return *e;
+    }
+    return rep;
+}
+
+}  // namespace wz
