@@ -96,13 +96,13 @@ void check_writer(const std::string& file) {
     ::iovec iov[2] = {{buf, 4096}, {static_cast<char*>(buf) + 4096, 4096}};
     auto v = w.pwritev(iov, 2, 8192);
     check(v.has_value() && *v == 8192, "writer::pwritev");
-    auto submitted = w.submit(buf, 4096, 16384, 7);
-    check(!submitted, "writer::submit");
+    const wz::status submitted = w.submit(buf, 4096, 16384, 7);
+    check(submitted.ok(), "writer::submit");
     check(w.in_flight() <= 1, "writer::in_flight()");
     std::vector<wz::writer_completion> done;
     auto reaped = w.complete(done, 1);
     check(reaped.has_value() && done.size() == 1 && done[0].user_data == 7 && !done[0].error, "writer::complete");
-    check(!w.refresh(), "writer::refresh");
+    check(w.refresh().ok(), "writer::refresh");
     check(w.stats().writes == 3, "writer::stats counts three writes");
 
     const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
@@ -111,7 +111,7 @@ void check_writer(const std::string& file) {
     if (ok(by_fd, "writer::open(fd)")) {
         w = std::move(*by_fd);  // move assignment; the first writer is closed by its destructor
         check(w.pwrite(buf, 4096, 4096).has_value(), "writer::pwrite after open(fd)");
-        check(!w.close(), "writer::close");
+        check(w.close().ok(), "writer::close");
     }
     if (fd >= 0) {
         ::close(fd);

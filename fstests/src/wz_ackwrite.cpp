@@ -411,12 +411,12 @@ int run_write(const write_args& a) {
                 const std::uint64_t off = offset_of(seq);
                 fill_block(bufs[slot].get(), a.run_id, seq, off);
                 auto e = w->submit(bufs[slot].get(), block_bytes, off, (seq << 16) | slot);
-                if (e) {
-                    if (e->code == std::errc::device_or_resource_busy && w->in_flight() > 0) {
+                if (!e.ok()) {
+                    if (e.code() == std::errc::device_or_resource_busy && w->in_flight() > 0) {
                         break;  // the writer's own limit: reap first
                     }
                     std::fprintf(stderr, "wz_ackwrite: submit seq %llu: %s\n", static_cast<unsigned long long>(seq),
-                                 e->message.c_str());
+                                 e.error().message.c_str());
                     failed = true;
                     break;
                 }
@@ -456,8 +456,8 @@ int run_write(const write_args& a) {
         }
     }
     const wz::writer_stats s = w->stats();
-    if (auto e = w->close()) {
-        std::fprintf(stderr, "wz_ackwrite: close: %s\n", e->message.c_str());
+    if (auto e = w->close(); !e.ok()) {
+        std::fprintf(stderr, "wz_ackwrite: close: %s\n", e.error().message.c_str());
         failed = true;
     }
     write_line(STDOUT_FILENO,
@@ -709,16 +709,16 @@ int run_refresh(const std::string& path, const wz::writer_options& opt, const st
         std::fflush(stdout);
         const int rc = std::system(cmd.c_str());
         std::printf("after '%s' (exit %d), refresh: ", cmd.c_str(), WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
-        if (auto e = w->refresh()) {
-            std::printf("failed: %s: %s\n", code_name(e->code).c_str(), e->message.c_str());
+        if (auto e = w->refresh(); !e.ok()) {
+            std::printf("failed: %s: %s\n", code_name(e.code()).c_str(), e.error().message.c_str());
             continue;
         }
         std::printf("%s\n  reason: %s\n", wz::to_string(w->mode()), w->reason().c_str());
         one_write(*w, block_bytes * seq, seq, marker.fd);
         seq++;
     }
-    if (auto e = w->close()) {
-        std::printf("close: failed: %s\n", e->message.c_str());
+    if (auto e = w->close(); !e.ok()) {
+        std::printf("close: failed: %s\n", e.error().message.c_str());
         return exit_failure;
     }
     return 0;
@@ -728,17 +728,19 @@ int run_refresh(const std::string& path, const wz::writer_options& opt, const st
 // errors
 // ---------------------------------------------------------------------------
 
-void report(const char* what, const std::optional<wz::error_info>& e) {
-    if (e) {
+void report(const char* what, const wz::error_info* e) {
+    if (e != nullptr) {
         std::printf("%s: %s: %s\n", what, code_name(e->code).c_str(), e->message.c_str());
     } else {
         std::printf("%s: no error\n", what);
     }
 }
 
+void report(const char* what, const wz::status& s) { report(what, s.ok() ? nullptr : &s.error()); }
+
 template <class T>
 void report(const char* what, const wz::result<T>& r) {
-    report(what, r ? std::nullopt : std::optional<wz::error_info>(r.error()));
+    report(what, r ? nullptr : &r.error());
 }
 
 int run_errors(const std::string& path) {

@@ -425,8 +425,7 @@ public:
     // Asynchronous API, on io_uring (one thread at a time; pwrite() may run alongside).
     // Queues one write; it is durable once complete() hands it back. EBUSY when
     // options.queue_depth writes are already in flight; the checks of pwrite() apply.
-    std::optional<error_info> submit(const void* buf, std::size_t len, std::uint64_t offset,
-                                     std::uint64_t user_data);
+    status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data);
     // Waits (as options.completion says) until at least min_complete submitted writes are
     // durable or failed (capped at in_flight()), appends them to `out`, returns how many.
     // In flush mode a completed write waits for a flush that started after it completed;
@@ -441,9 +440,9 @@ public:
     // Re-reads the device's write cache (e.g. after Set Features FID 06h) and re-picks the
     // mode; a cache turned on never leaves the writer in `through`. Not concurrently with
     // pwrite() on the same writer.
-    std::optional<error_info> refresh();
+    status refresh();
     // Closes, returning the error a user of durable writes must see.
-    std::optional<error_info> close();
+    status close();
 
     struct impl;
 

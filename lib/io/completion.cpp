@@ -18,7 +18,7 @@ const char* to_string(completion_mode m) noexcept {
 
 namespace io {
 
-std::optional<error_info> validate(const completion_options& o, unsigned queue_depth) {
+status validate(const completion_options& o, unsigned queue_depth) {
     auto bad = [&](std::string why) {
         return make_error_msg(EINVAL, fmt::format("completion settings (mode {}, high watermark {}, low watermark {}, "
                                                   "interval {} us, max loops {}, queue depth {}): {}",
@@ -30,7 +30,7 @@ std::optional<error_info> validate(const completion_options& o, unsigned queue_d
                                                   to_string(o.mode)));
     }
     if (o.mode != completion_mode::adaptive) {
-        return std::nullopt;  // the watermarks are read by the adaptive mode only
+        return {};  // the watermarks are read by the adaptive mode only
     }
     if (o.high_watermark == 0 || o.low_watermark == 0 || o.interval.count() <= 0 || o.max_loops == 0) {
         return bad("every value must be non-zero");
@@ -41,7 +41,7 @@ std::optional<error_info> validate(const completion_options& o, unsigned queue_d
     if (o.high_watermark >= queue_depth) {
         return bad("the high watermark must be below the queue depth");
     }
-    return std::nullopt;
+    return {};
 }
 
 }  // namespace io

@@ -12,7 +12,7 @@ namespace wz::io {
 // nullopt when the settings are usable with a ring of `queue_depth` entries: a non-zero
 // queue depth and, for the adaptive mode (the only one reading the rest), every value
 // non-zero and low_watermark < high_watermark < queue_depth. Else EINVAL naming the values.
-[[nodiscard]] std::optional<error_info> validate(const completion_options& o, unsigned queue_depth);
+[[nodiscard]] status validate(const completion_options& o, unsigned queue_depth);
 
 struct reaper_counters {
     std::uint64_t blocking_waits = 0, busy_looks = 0, idle_sleeps = 0;

@@ -131,13 +131,13 @@ TEST(Reaper, WaitErrorsComeBack) {
 }
 
 TEST(CompletionOptions, Validation) {
-    EXPECT_FALSE(wz::io::validate(wz::completion_options{}, 128));
-    EXPECT_FALSE(wz::io::validate(adaptive(), 128));
-    EXPECT_TRUE(wz::io::validate(wz::completion_options{}, 0));
+    EXPECT_TRUE(wz::io::validate(wz::completion_options{}, 128).ok());
+    EXPECT_TRUE(wz::io::validate(adaptive(), 128).ok());
+    EXPECT_FALSE(wz::io::validate(wz::completion_options{}, 0).ok());
     // Interrupt and poll do not read the watermarks.
     wz::completion_options unused;
     unused.high_watermark = 0;
-    EXPECT_FALSE(wz::io::validate(unused, 8));
+    EXPECT_TRUE(wz::io::validate(unused, 8).ok());
 
     struct bad_case {
         unsigned high, low, interval_us, loops, depth;
@@ -157,9 +157,9 @@ TEST(CompletionOptions, Validation) {
         o.interval = std::chrono::microseconds(c.interval_us);
         o.max_loops = c.loops;
         auto e = wz::io::validate(o, c.depth);
-        ASSERT_TRUE(e) << c.high << " " << c.low << " " << c.depth;
-        EXPECT_EQ(e->code.value(), EINVAL);
-        EXPECT_NE(e->message.find(c.why), std::string::npos) << e->message;
+        ASSERT_FALSE(e.ok()) << c.high << " " << c.low << " " << c.depth;
+        EXPECT_EQ(e.code().value(), EINVAL);
+        EXPECT_NE(e.error().message.find(c.why), std::string::npos) << e.error().message;
     }
 }
 

@@ -115,6 +115,6 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
 // NVMe Flush (opcode 00h) of the namespace through the char device (ioctl: one command, no
 // reason for a ring). wz::result<void> does not compile (result(T) with T = void), so the
 // error comes back as an optional: nullopt means success.
-[[nodiscard]] std::optional<error_info> nvme_flush(const nvme_target& t);
+[[nodiscard]] status nvme_flush(const nvme_target& t);
 
 }  // namespace wz::io

@@ -503,9 +503,9 @@ TEST_F(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
 
 TEST_F(nvme_args_test, flush_errors_name_the_device) {
     auto err = nvme_flush(target_);
-    ASSERT_TRUE(err);
-    EXPECT_EQ(err->code, std::errc::inappropriate_io_control_operation);
-    EXPECT_NE(err->message.find("nvme flush /dev/ng9n1 [nsid 1]"), std::string::npos) << err->message;
+    ASSERT_FALSE(err.ok());
+    EXPECT_EQ(err.code(), std::errc::inappropriate_io_control_operation);
+    EXPECT_NE(err.error().message.find("nvme flush /dev/ng9n1 [nsid 1]"), std::string::npos) << err.error().message;
 }
 
 TEST(nvme_status, category_is_not_errno) {

@@ -287,13 +287,13 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     return finish(zeroer.finish(out, path));
 }
 
-std::optional<error_info> nvme_flush(const nvme_target& t) {
+status nvme_flush(const nvme_target& t) {
     if (t.char_fd < 0) {
         return make_error("nvme flush", t.char_path, EBADF);
     }
     const int rc = ioctl_command(t.char_fd, detail::flush_words(t.nsid));
     if (rc == 0) {
-        return std::nullopt;
+        return {};
     }
     return error_info{code_of(rc), fmt::format("nvme flush {} [nsid {}]: {}", t.char_path, t.nsid, describe(rc))};
 }

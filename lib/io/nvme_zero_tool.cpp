@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
     }
     t.char_fd = fd;
     if (flush) {
-        auto err = nvme_flush(t);
-        if (err) {
-            fmt::print(stderr, "{}\n", err->message);
+        auto st = nvme_flush(t);
+        if (!st.ok()) {
+            fmt::print(stderr, "{}\n", st.error().message);
             return 1;
         }
         fmt::print("flush nsid {}: ok\n", t.nsid);

@@ -46,7 +46,7 @@ bool pseudo_fs(std::string_view fstype, long magic) {
 
 // Refusals that a write would meet anyway, said before anything is opened for writing, so
 // that a dry run tells the truth too.
-std::optional<error_info> check_writable(int pfd, const std::string& path, const struct ::stat& st) {
+status check_writable(int pfd, const std::string& path, const struct ::stat& st) {
     struct ::statx stx {};
     if (::statx(pfd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0) {
         if ((stx.stx_attributes_mask & STATX_ATTR_IMMUTABLE) != 0 && (stx.stx_attributes & STATX_ATTR_IMMUTABLE) != 0) {
@@ -62,13 +62,13 @@ std::optional<error_info> check_writable(int pfd, const std::string& path, const
         if (ro >> v && v != 0) {
             return make_error_msg(EROFS, fmt::format("open {} for writing: the block device is read-only", path));
         }
-        return std::nullopt;
+        return {};
     }
     struct ::statvfs vfs {};
     if (::fstatvfs(pfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
         return make_error_msg(EROFS, fmt::format("open {} for writing: the filesystem is mounted read-only", path));
     }
-    return std::nullopt;
+    return {};
 }
 
 result<opened> create(const std::string& path, const open_request& req) {
@@ -158,8 +158,8 @@ result<opened> open(const std::string& path, const open_request& req) {
         }
         const bool write = req.mode == access::write;
         if (write) {
-            if (auto e = check_writable(pfd.get(), path, st)) {
-                return *e;
+            if (auto e = check_writable(pfd.get(), path, st); !e.ok()) {
+                return std::move(e).error();
             }
         }
         int flags = O_CLOEXEC | O_NOCTTY | (write && !req.dry_run ? O_RDWR : O_RDONLY);

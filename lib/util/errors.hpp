@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace wz {
 
@@ -18,5 +20,14 @@ error_info make_error_range(std::string_view operation, std::string_view path, s
                        std::uint64_t length, int errnum);
 // An error whose message is given as is (with errnum as its code).
 error_info make_error_msg(int errnum, std::string message);
+
+// A status as a data field holds it (a write's outcome kept until complete() hands it back):
+// nullopt for success.
+inline std::optional<error_info> error_of(status s) {
+    if (s.ok()) {
+        return std::nullopt;
+    }
+    return std::move(s).error();
+}
 
 }  // namespace wz

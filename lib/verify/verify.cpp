@@ -33,11 +33,11 @@ result<std::uint64_t> current_size(int fd, const std::string& path, const capabi
     return static_cast<std::uint64_t>(st.st_size);
 }
 
-std::optional<error_info> verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
+status verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
                                        std::uint64_t length, verify_mode mode, preallocate_report& rep,
                                        verify_extent_of_damage* damage) {
     if (mode == verify_mode::none) {
-        return std::nullopt;
+        return {};
     }
     const std::uint64_t end = offset + length;
     verify_extent_of_damage local;
@@ -99,7 +99,7 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
             rep.verified.reset();
         }
         rep.verify_detail = extents_detail;
-        return std::nullopt;
+        return {};
     }
     // Data: read the range back (O_DIRECT where possible, so the device answers).
     unique_fd rfd = reopen_self(fd, O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -156,11 +156,11 @@ std::optional<error_info> verify_range(int fd, const std::string& path, const ca
         rep.verified.reset();
         rep.verify_detail = fmt::format("{}; {}, but holes and unwritten extents also read as zeroes",
                                         extents_detail, read_detail);
-        return std::nullopt;
+        return {};
     }
     rep.verified = true;
     rep.verify_detail = fmt::format("{}; {}", extents_detail, read_detail);
-    return std::nullopt;
+    return {};
 }
 
 }  // namespace zero_check
@@ -179,8 +179,8 @@ result<preallocate_report> verify(const std::string& path, std::uint64_t offset,
     if (length == 0) {
         return make_error_msg(EINVAL, fmt::format("verify {}: empty range", path));
     }
-    if (auto e = zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep)) {
-        return *e;
+    if (auto e = zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep); !e.ok()) {
+        return std::move(e).error();
     }
     return rep;
 }

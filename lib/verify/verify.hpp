@@ -26,8 +26,8 @@ result<std::uint64_t> current_size(int fd, const std::string& path, const capabi
 // rep.verified true (proven), false (disproven: also an error naming the first bad spot) or
 // unset (not proven: no extent map here). Reading zeroes back is never proof on its own for
 // a regular file: a hole and an unwritten extent read as zeroes too.
-std::optional<error_info> verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
-                                       std::uint64_t length, verify_mode mode, preallocate_report& rep,
-                                       verify_extent_of_damage* damage = nullptr);
+status verify_range(int fd, const std::string& path, const capabilities& caps, std::uint64_t offset,
+                    std::uint64_t length, verify_mode mode, preallocate_report& rep,
+                    verify_extent_of_damage* damage = nullptr);
 
 }  // namespace wz::zero_check

@@ -22,7 +22,7 @@ constexpr std::uint64_t flush_tag = UINT64_MAX;
 
 }  // namespace
 
-std::optional<error_info> async_engine::start() {
+status async_engine::start() {
     const unsigned depth = w_.options.queue_depth;
     unsigned flags = 0;
     iopoll_ = w_.options.completion.mode == completion_mode::poll;
@@ -53,7 +53,7 @@ std::optional<error_info> async_engine::start() {
         free_slots_.push_back(i - 1);
     }
     reaper_.emplace(w_.options.completion);
-    return std::nullopt;
+    return {};
 }
 
 void async_engine::reset() {
@@ -73,7 +73,7 @@ io::reaper_counters async_engine::counters() const {
 }
 
 // Submits what is queued in the SQ; the kernel may take part of it (the rest goes next time).
-std::optional<error_info> async_engine::submit_sqes() {
+status async_engine::submit_sqes() {
     io_uring* r = ring_->get();
     while (io_uring_sq_ready(r) > 0) {
         const int rc = io::detail::submit(r);
@@ -85,18 +85,18 @@ std::optional<error_info> async_engine::submit_sqes() {
         }
         commands_in_flight_ += static_cast<unsigned>(rc);
     }
-    return std::nullopt;
+    return {};
 }
 
 // Puts op `slot` (its remaining bytes) on the ring.
-std::optional<error_info> async_engine::queue(std::uint32_t slot) {
+status async_engine::queue(std::uint32_t slot) {
     async_op& op = ops_[slot];
     io_uring* r = ring_->get();
-    std::optional<error_info> submit_error;
+    status submit_error;
     auto sqe_for = [&]() -> io_uring_sqe* {
         io_uring_sqe* sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) {  // SQ full: hand it to the kernel, then there is room
-            if (auto e = submit_sqes()) {
+            if (auto e = submit_sqes(); !e.ok()) {
                 submit_error = std::move(e);
                 return nullptr;
             }
@@ -107,19 +107,19 @@ std::optional<error_info> async_engine::queue(std::uint32_t slot) {
     if (w_.nvme_fua) {
         if (!sqe128_) {
             // Synchronously through the ioctl; the op completes here.
-            op.error = w_.write_nvme_fua_ioctl(op.buf, op.len, op.offset);
+            op.error = error_of(w_.write_nvme_fua_ioctl(op.buf, op.len, op.offset));
             op.done = op.error ? 0 : op.len;
             op.parts_left = 0;
             deliver(slot);
-            return std::nullopt;
+            return {};
         }
-        std::optional<error_info> queue_error;
+        status queue_error;
         w_.for_each_fua_write(op.buf, op.len, op.offset,
                               [&](const io::detail::command_words& words, std::uint64_t, std::uint32_t) {
                                   io_uring_sqe* sqe = sqe_for();
                                   if (sqe == nullptr) {
-                                      queue_error = submit_error ? *submit_error
-                                                                 : make_error_range("io_uring: no submission entry "
+                                      queue_error = !submit_error.ok() ? submit_error
+                                                                       : make_error_range("io_uring: no submission entry "
                                                                                     "for NVMe Write (FUA)",
                                                                                     w_.path, op.offset, op.len, EBUSY);
                                       return false;
@@ -128,15 +128,15 @@ std::optional<error_info> async_engine::queue(std::uint32_t slot) {
                                   ++op.parts_left;
                                   return true;
                               });
-        if (queue_error) {
+        if (!queue_error.ok()) {
             return queue_error;
         }
     } else {
         io_uring_sqe* sqe = sqe_for();
         if (sqe == nullptr) {
-            return submit_error ? *submit_error
-                                : make_error_range("io_uring: no submission entry for write", w_.path,
-                                                   op.offset + op.done, op.len - op.done, EBUSY);
+            return !submit_error.ok() ? submit_error
+                                      : make_error_range("io_uring: no submission entry for write", w_.path,
+                                                         op.offset + op.done, op.len - op.done, EBUSY);
         }
         io_uring_prep_write(sqe, w_.fd.get(), op.buf + op.done, static_cast<unsigned>(op.len - op.done),
                             op.offset + op.done);
@@ -214,8 +214,8 @@ void async_engine::handle(const io_uring_cqe& cqe) {
         op.done += static_cast<std::size_t>(cqe.res);
         if (op.done < op.len) {
             // A short write: the rest goes again (it ends on a block boundary, still aligned).
-            if (auto e = queue(slot)) {
-                op.error = std::move(e);
+            if (auto e = queue(slot); !e.ok()) {
+                op.error = std::move(e).error();
             } else {
                 return;
             }
@@ -233,33 +233,33 @@ void async_engine::handle(const io_uring_cqe& cqe) {
 }
 
 // Flush mode: starts the flush the group commit asks for.
-std::optional<error_info> async_engine::maybe_flush() {
+status async_engine::maybe_flush() {
     if (w_.mode != durability_mode::flush ||
         !group_.flush_due(std::chrono::steady_clock::now(), writes_in_flight_ - ready_.size())) {
-        return std::nullopt;
+        return {};
     }
     group_.start_flush();
     if (iopoll_) {
         // An IOPOLL ring takes reads and writes only: the flush is a call of its own.
         auto e = w_.flush_now();  // counts itself
         for (std::uint32_t slot : group_.flush_completed()) {
-            if (e) {
-                ops_[slot].error = e;
+            if (!e.ok()) {
+                ops_[slot].error = e.error();
             }
             deliver(slot);
         }
-        return std::nullopt;
+        return {};
     }
     io_uring* r = ring_->get();
     io_uring_sqe* sqe = io_uring_get_sqe(r);
     if (sqe == nullptr) {
-        if (auto e = submit_sqes()) {
+        if (auto e = submit_sqes(); !e.ok()) {
             return e;
         }
         sqe = io_uring_get_sqe(r);
         if (sqe == nullptr) {
             group_.unstart_flush();  // try again after the next completions
-            return std::nullopt;
+            return {};
         }
     }
     w_.flushes++;
@@ -272,10 +272,9 @@ std::optional<error_info> async_engine::maybe_flush() {
     return submit_sqes();
 }
 
-std::optional<error_info> async_engine::submit(const void* buf, std::size_t len, std::uint64_t offset,
-                                               std::uint64_t user_data) {
+status async_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
     if (!ring_) {
-        if (auto e = start()) {
+        if (auto e = start(); !e.ok()) {
             return e;
         }
     }
@@ -294,7 +293,7 @@ std::optional<error_info> async_engine::submit(const void* buf, std::size_t len,
     op.offset = offset;
     op.t0 = std::chrono::steady_clock::now();
     ++writes_in_flight_;
-    if (auto e = queue(slot)) {
+    if (auto e = queue(slot); !e.ok()) {
         if (op.parts_left == 0) {
             // Nothing of it was queued: it fails now.
             --writes_in_flight_;
@@ -304,9 +303,9 @@ std::optional<error_info> async_engine::submit(const void* buf, std::size_t len,
         }
         // Part of it is queued: it is handed back by complete(), failed with this error, once
         // the queued part is done; submit() itself succeeded.
-        op.error = std::move(e);
+        op.error = std::move(e).error();
     }
-    return std::nullopt;
+    return {};
 }
 
 result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
@@ -319,8 +318,8 @@ result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, 
         std::optional<error_info> error;
         unsigned drain() {
             const unsigned n = io::detail::drain_ready(a.ring_->get(), [&](const io_uring_cqe& cqe) { a.handle(cqe); });
-            if (auto e = a.maybe_flush(); e && !error) {
-                error = std::move(e);
+            if (auto e = a.maybe_flush(); !e.ok() && !error) {
+                error = std::move(e).error();
             }
             return n;
         }
@@ -330,8 +329,8 @@ result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, 
     } ops{*this, std::nullopt};
     while (ready_.size() < min_complete) {
         // Anything queued but not yet taken by the kernel goes first.
-        if (auto e = submit_sqes()) {
-            return *e;
+        if (auto e = submit_sqes(); !e.ok()) {
+            return std::move(e).error();
         }
         const int rc = reaper_->reap(ops);
         if (ops.error) {
@@ -361,9 +360,8 @@ result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, 
 
 namespace wz {
 
-std::optional<error_info> writer::submit(const void* buf, std::size_t len, std::uint64_t offset,
-                                         std::uint64_t user_data) {
-    if (auto e = p_->check_write(buf, len, offset)) {
+status writer::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
+    if (auto e = p_->check_write(buf, len, offset); !e.ok()) {
         return e;
     }
     return p_->async.submit(buf, len, offset, user_data);

@@ -64,7 +64,7 @@ result<bool> writer::impl::range_written() {
     return true;
 }
 
-std::optional<error_info> writer::impl::choose_mode() {
+status writer::impl::choose_mode() {
     const bool write_through = caps.cache.effective == cache_mode::write_through;
     const bool fua_ok = caps.cache.fua.value_or(false);
     auto written = range_written();
@@ -102,7 +102,7 @@ std::optional<error_info> writer::impl::choose_mode() {
                                      "their conversion"
                                    : "write-back cache without a FUA path here: one flush per group of writes";
         }
-        return std::nullopt;
+        return {};
     }
     mode = want;
     switch (want) {
@@ -138,10 +138,10 @@ std::optional<error_info> writer::impl::choose_mode() {
     case durability_mode::dsync: reason = "forced; O_DSYNC, the baseline"; break;
     case durability_mode::automatic: break;
     }
-    return std::nullopt;
+    return {};
 }
 
-std::optional<error_info> writer::impl::open_fds() {
+status writer::impl::open_fds() {
     int flags = O_RDWR | O_DIRECT | O_CLOEXEC;
     if (mode == durability_mode::dsync) {
         flags |= O_DSYNC;
@@ -158,10 +158,10 @@ std::optional<error_info> writer::impl::open_fds() {
         }
         char_fd = std::move(c);
     }
-    return std::nullopt;
+    return {};
 }
 
-std::optional<error_info> writer::impl::flush_now() {
+status writer::impl::flush_now() {
     flushes++;
     if (nvme_flush && char_fd) {
         io::nvme_target t{char_fd.get(), caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
@@ -170,7 +170,7 @@ std::optional<error_info> writer::impl::flush_now() {
     if (::fdatasync(fd.get()) != 0) {
         return make_error("fdatasync", path, errno);
     }
-    return std::nullopt;
+    return {};
 }
 
 std::uint64_t writer::impl::nvme_part_bytes() const {
@@ -191,14 +191,14 @@ std::string fua_what(const capabilities& caps, std::uint64_t slba, std::uint64_t
 
 }  // namespace
 
-std::optional<error_info> writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
+status writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
     passthrough_used = io::passthrough_path::ioctl;
-    std::optional<error_info> failure;
+    status failure;
     for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
         if (int rc = io::detail::ioctl_command(char_fd.get(), w); rc != 0) {
             failure = io::detail::command_error(rc, fua_what(caps, slba, nlb, "ioctl"));
         }
-        return !failure;
+        return failure.ok();
     });
     return failure;
 }
@@ -206,7 +206,7 @@ std::optional<error_info> writer::impl::write_nvme_fua_ioctl(const void* buf, st
 // NVMe Write with FUA through io_uring uring_cmd (a ring per concurrent caller, from a pool),
 // up to a ring's worth of the write's commands in flight at once; the ioctl where the kernel
 // has no uring_cmd.
-std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
+status writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
     if (uring_cmd_missing) {
         return write_nvme_fua_ioctl(buf, len, off);
     }
@@ -280,7 +280,7 @@ std::optional<error_info> writer::impl::write_nvme_fua(const void* buf, std::siz
         first = end;
     }
     rings.release(std::move(r));
-    return std::nullopt;
+    return {};
 }
 
 namespace writer_detail {
@@ -311,7 +311,7 @@ void ring_pool::release(std::unique_ptr<io::detail::ring> r) {
 
 }  // namespace writer_detail
 
-std::optional<error_info> writer::impl::check_write(const void* buf, std::size_t len, std::uint64_t off) const {
+status writer::impl::check_write(const void* buf, std::size_t len, std::uint64_t off) const {
     if (off < offset || off > offset + length || len > offset + length - off) {
         return make_error_msg(ERANGE, fmt::format("write {} [offset {}, length {}]: outside the writer's range "
                                                   "[offset {}, length {}]",
@@ -327,7 +327,7 @@ std::optional<error_info> writer::impl::check_write(const void* buf, std::size_t
                                                   "(buffer to {}, offset and length to {} bytes)",
                                                   path, off, len, mem_align, offset_align));
     }
-    return std::nullopt;
+    return {};
 }
 
 void writer::impl::record(std::size_t len, double us) {
@@ -349,8 +349,8 @@ namespace {
 // The part of open() both forms share: `probe` is a read-write descriptor of the target.
 result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, unique_fd probe) {
     const std::string& path = p->path;
-    if (auto e = io::validate(p->options.completion, p->options.queue_depth)) {
-        return *e;
+    if (auto e = io::validate(p->options.completion, p->options.queue_depth); !e.ok()) {
+        return std::move(e).error();
     }
     auto caps = stat(probe.get(), path, stat_options{true});
     if (!caps) {
@@ -399,11 +399,11 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     p->mem_align = std::max<std::uint32_t>(p->caps.dio->mem_align, 1);
     p->offset_align = std::max<std::uint32_t>(p->caps.dio->offset_align, 1);
     p->fd = std::move(probe);  // for the extent check in choose_mode
-    if (auto e = p->choose_mode()) {
-        return *e;
+    if (auto e = p->choose_mode(); !e.ok()) {
+        return std::move(e).error();
     }
-    if (auto e = p->open_fds()) {
-        return *e;
+    if (auto e = p->open_fds(); !e.ok()) {
+        return std::move(e).error();
     }
     return p;
 }
@@ -502,8 +502,8 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
     }
     std::size_t len = 0;
     for (int i = 0; i < iovcnt; ++i) {
-        if (auto e = w.check_write(iov[i].iov_base, iov[i].iov_len, offset + len)) {
-            return *e;
+        if (auto e = w.check_write(iov[i].iov_base, iov[i].iov_len, offset + len); !e.ok()) {
+            return std::move(e).error();
         }
         len += iov[i].iov_len;
     }
@@ -511,8 +511,8 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
     if (w.nvme_fua) {
         std::uint64_t at = offset;
         for (int i = 0; i < iovcnt; ++i) {
-            if (auto e = w.write_nvme_fua(iov[i].iov_base, iov[i].iov_len, at)) {
-                return *e;
+            if (auto e = w.write_nvme_fua(iov[i].iov_base, iov[i].iov_len, at); !e.ok()) {
+                return std::move(e).error();
             }
             at += iov[i].iov_len;
         }
@@ -549,7 +549,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
             w.fua_writes++;
         }
         if (w.mode == durability_mode::flush) {
-            if (auto e = w.commit.commit([&w] { return w.flush_now(); })) {
+            if (auto e = w.commit.commit([&w] { return error_of(w.flush_now()); })) {
                 return *e;
             }
         }
@@ -591,7 +591,7 @@ writer_stats writer::stats() const {
     return s;
 }
 
-std::optional<error_info> writer::refresh() {
+status writer::refresh() {
     impl& w = *p_;
     if (w.async.writes_in_flight() > 0) {
         return make_error_msg(EBUSY, fmt::format("writer {}: refresh with {} asynchronous writes in flight: "
@@ -605,14 +605,14 @@ std::optional<error_info> writer::refresh() {
     w.caps = std::move(*caps);
     const durability_mode before = w.mode;
     auto e = w.choose_mode();
-    if (e && w.options.mode == durability_mode::through) {
+    if (!e.ok() && w.options.mode == durability_mode::through) {
         // A forced `through` whose device turned write-back: fall to flush rather than lose
         // durability, and say so.
         w.mode = durability_mode::flush;
-        w.reason = "through no longer safe after refresh (" + e->message + "): flush";
-        e.reset();
+        w.reason = "through no longer safe after refresh (" + e.error().message + "): flush";
+        e = {};
     }
-    if (e) {
+    if (!e.ok()) {
         return e;
     }
     w.async.reset();  // the next submit() sets up a ring for the new mode
@@ -621,14 +621,14 @@ std::optional<error_info> writer::refresh() {
         w.char_fd.reset();
         return w.open_fds();
     }
-    return std::nullopt;
+    return {};
 }
 
-std::optional<error_info> writer::close() {
+status writer::close() {
     if (!p_) {
-        return std::nullopt;
+        return {};
     }
-    std::optional<error_info> e;
+    status e;
     if (p_->async.writes_in_flight() > 0) {
         // Asynchronous writes still in flight: wait for them; their first failure is ours.
         std::vector<writer_completion> done;
@@ -637,16 +637,16 @@ std::optional<error_info> writer::close() {
             e = r.error();
         }
         for (auto& c : done) {
-            if (c.error && !e) {
-                e = std::move(c.error);
+            if (c.error && e.ok()) {
+                e = std::move(*c.error);
             }
         }
     }
     p_->async.reset();
-    if (int rc = p_->char_fd.close(); rc != 0 && !e) {
+    if (int rc = p_->char_fd.close(); rc != 0 && e.ok()) {
         e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
     }
-    if (int rc = p_->fd.close(); rc != 0 && !e) {
+    if (int rc = p_->fd.close(); rc != 0 && e.ok()) {
         e = make_error("close", p_->path, -rc);
     }
     return e;

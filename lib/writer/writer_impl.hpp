@@ -46,7 +46,7 @@ class async_engine {
 public:
     explicit async_engine(writer::impl& w) : w_(w) {}
 
-    std::optional<error_info> submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data);
+    status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data);
     result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete);
     // Tears the ring down (refresh, close); the next submit() sets up one for the new mode.
     void reset();
@@ -55,12 +55,12 @@ public:
     [[nodiscard]] io::reaper_counters counters() const;
 
 private:
-    std::optional<error_info> start();
-    std::optional<error_info> queue(std::uint32_t slot);
+    status start();
+    status queue(std::uint32_t slot);
     void handle(const io_uring_cqe& cqe);
     void deliver(std::uint32_t slot);
-    std::optional<error_info> maybe_flush();
-    std::optional<error_info> submit_sqes();
+    status maybe_flush();
+    status submit_sqes();
 
     writer::impl& w_;
     std::unique_ptr<io::detail::ring> ring_;  // null until the first submit()
@@ -124,12 +124,12 @@ struct writer::impl {
 
     writer_detail::async_engine async{*this};
 
-    std::optional<error_info> choose_mode();
-    std::optional<error_info> open_fds();
-    std::optional<error_info> flush_now();
-    std::optional<error_info> check_write(const void* buf, std::size_t len, std::uint64_t off) const;
-    std::optional<error_info> write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
-    std::optional<error_info> write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
+    status choose_mode();
+    status open_fds();
+    status flush_now();
+    status check_write(const void* buf, std::size_t len, std::uint64_t off) const;
+    status write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
+    status write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
     [[nodiscard]] std::uint64_t nvme_part_bytes() const;
     // The NVMe Writes with FUA that carry [off, off + len) from buf: split at the transfer
     // limit, the partition's start added. fn(words, slba, nlb) returns false to stop; so

@@ -96,7 +96,7 @@ TEST_F(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
                     free_bufs.pop_back();
                     std::memset(bufs[b].get(), static_cast<int>(next & 0xff), block);
                     buf_of[next] = b;
-                    ASSERT_FALSE(w->submit(bufs[b].get(), block, std::uint64_t{next} * block, next));
+                    ASSERT_TRUE(w->submit(bufs[b].get(), block, std::uint64_t{next} * block, next).ok());
                     ++next;
                 }
                 done.clear();
@@ -131,7 +131,7 @@ TEST_F(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
                 EXPECT_EQ(s.flushes, 0U);  // O_DSYNC: the kernel's business
             }
             EXPECT_GE(s.blocking_waits, 1U);
-            ASSERT_FALSE(w->close());
+            ASSERT_TRUE(w->close().ok());
             auto data = read_back(0, n * block);
             for (unsigned i = 0; i < n; ++i) {
                 ASSERT_EQ(data[i * block], i & 0xff) << "block " << i;
@@ -149,14 +149,14 @@ TEST_F(WriterTest, SubmitBeyondTheQueueDepthIsEbusy) {
     ASSERT_TRUE(w) << w.error().message;
     auto buf = make_buffer(block, 1);
     for (std::uint64_t i = 0; i < 4; ++i) {
-        ASSERT_FALSE(w->submit(buf.get(), block, i * block, i));
+        ASSERT_TRUE(w->submit(buf.get(), block, i * block, i).ok());
     }
     auto e = w->submit(buf.get(), block, 4 * block, 4);
-    ASSERT_TRUE(e);
-    EXPECT_EQ(e->code.value(), EBUSY);
-    EXPECT_NE(e->message.find(path_), std::string::npos) << e->message;
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.code().value(), EBUSY);
+    EXPECT_NE(e.error().message.find(path_), std::string::npos) << e.error().message;
     // close() waits for the four in flight.
-    EXPECT_FALSE(w->close());
+    EXPECT_TRUE(w->close().ok());
     EXPECT_EQ(w->stats().writes, 4U);
 }
 
@@ -187,8 +187,8 @@ TEST_F(WriterTest, MisalignedAndOutOfRangeWritesAreRefused) {
         EXPECT_NE(r.error().message.find(b.says), std::string::npos) << r.error().message;
         EXPECT_NE(r.error().message.find(path_), std::string::npos) << r.error().message;
         auto e = w->submit(b.p, b.len, b.off, 0);
-        ASSERT_TRUE(e);
-        EXPECT_EQ(e->code.value(), b.err) << e->message;
+        ASSERT_FALSE(e.ok());
+        EXPECT_EQ(e.code().value(), b.err) << e.error().message;
     }
     EXPECT_EQ(w->in_flight(), 0U);
     EXPECT_EQ(w->stats().writes, 0U);
@@ -202,7 +202,7 @@ TEST_F(WriterTest, PwritevWritesEverySegment) {
     auto r = w->pwritev(iov, 3, 8 * block);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(*r, 4 * block);
-    ASSERT_FALSE(w->close());
+    ASSERT_TRUE(w->close().ok());
     auto data = read_back(8 * block, 4 * block);
     EXPECT_EQ(data[0], 'a');
     EXPECT_EQ(data[block], 'b');
@@ -230,13 +230,13 @@ TEST_F(WriterTest, OpenFromADescriptor) {
     wo.reset();  // the caller's descriptor may go: the writer has its own
     auto buf = make_buffer(block, 'z');
     ASSERT_TRUE(w->pwrite(buf.get(), block, 0));
-    ASSERT_FALSE(w->submit(buf.get(), block, block, 7));
+    ASSERT_TRUE(w->submit(buf.get(), block, block, 7).ok());
     std::vector<wz::writer_completion> done;
     auto r = w->complete(done, 1);
     ASSERT_TRUE(r);
     ASSERT_EQ(done.size(), 1U);
     EXPECT_EQ(done[0].user_data, 7U);
-    ASSERT_FALSE(w->close());
+    ASSERT_TRUE(w->close().ok());
     auto data = read_back(0, 2 * block);
     EXPECT_EQ(data[0], 'z');
     EXPECT_EQ(data[2 * block - 1], 'z');

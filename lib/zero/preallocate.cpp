@@ -53,25 +53,25 @@ public:
         : fd_(fd), path_(std::move(path)), offset_(offset), length_(length), opt_(opt), rep_(rep),
           start_(std::chrono::steady_clock::now()) {}
 
-    std::optional<error_info> run();
+    status run();
 
 private:
-    std::optional<error_info> run_file(const capabilities& caps);
-    std::optional<error_info> run_block(const capabilities& caps);
-    std::optional<error_info> execute(const capabilities& caps, const std::vector<plan::operation>& ops);
-    std::optional<error_info> run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops);
-    std::optional<error_info> run_writes(const plan::operation& op);
-    std::optional<error_info> recheck_edges(const std::vector<plan::operation>& ops);
-    std::optional<error_info> write_back_range() {
+    status run_file(const capabilities& caps);
+    status run_block(const capabilities& caps);
+    status execute(const capabilities& caps, const std::vector<plan::operation>& ops);
+    status run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops);
+    status run_writes(const plan::operation& op);
+    status recheck_edges(const std::vector<plan::operation>& ops);
+    status write_back_range() {
         if (::sync_file_range(fd_, static_cast<off_t>(offset_), static_cast<off_t>(length_),
                               SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
             return make_error_range("sync_file_range", path_, offset_, length_, errno);
         }
-        return std::nullopt;
+        return {};
     }
-    std::optional<error_info> verify(const capabilities& caps);
-    std::optional<error_info> check_signature();
-    std::optional<error_info> check_free_space(const capabilities& caps);
+    status verify(const capabilities& caps);
+    status check_signature();
+    status check_free_space(const capabilities& caps);
     void cut_back(std::uint64_t size_before);
     result<int> direct_fd();
     result<int> char_fd(const capabilities& caps);
@@ -136,7 +136,7 @@ result<int> runner::char_fd(const capabilities& caps) {
     return char_.get();
 }
 
-std::optional<error_info> runner::run_writes(const plan::operation& op) {
+status runner::run_writes(const plan::operation& op) {
     io::zero_write_request req;
     req.path = path_;
     req.offset = op.offset;
@@ -174,10 +174,10 @@ std::optional<error_info> runner::run_writes(const plan::operation& op) {
             return make_error_range("sync_file_range", path_, op.offset, op.length, errno);
         }
     }
-    return std::nullopt;
+    return {};
 }
 
-std::optional<error_info> runner::run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops) {
+status runner::run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops) {
     auto cfd = char_fd(caps);
     if (!cfd) {
         return cfd.error();
@@ -218,9 +218,9 @@ std::optional<error_info> runner::run_nvme(const capabilities& caps, const std::
 // device may ignore a deallocation smaller than its granule without writing zeroes (seen
 // with scsi_debug lbprz=1 under nvmet, Linux 7.2). The edges are small: read them back
 // (O_DIRECT, so the device answers) and rewrite whatever is not zero with data.
-std::optional<error_info> runner::recheck_edges(const std::vector<plan::operation>& ops) {
+status runner::recheck_edges(const std::vector<plan::operation>& ops) {
     if (std::none_of(ops.begin(), ops.end(), [](const auto& op) { return op.deac; })) {
-        return std::nullopt;
+        return {};
     }
     if (!reader_) {
         reader_ = reopen_self(fd_, O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -252,16 +252,16 @@ std::optional<error_info> runner::recheck_edges(const std::vector<plan::operatio
         w.kind = plan::op_kind::write_direct;
         w.reason = "sub-granule edge the device did not zero";
         step(w);
-        if (auto e = run_writes(w)) {
+        if (auto e = run_writes(w); !e.ok()) {
             return e;
         }
     }
-    return std::nullopt;
+    return {};
 }
 
 // Runs a batch of operations in order, grouping consecutive NVMe commands so that they
 // share one ring and queue depth.
-std::optional<error_info> runner::execute(const capabilities& caps, const std::vector<plan::operation>& ops) {
+status runner::execute(const capabilities& caps, const std::vector<plan::operation>& ops) {
     for (std::size_t i = 0; i < ops.size();) {
         if (cancelled()) {
             return make_error_msg(ECANCELED, fmt::format("zero {}: interrupted", path_));
@@ -279,7 +279,7 @@ std::optional<error_info> runner::execute(const capabilities& caps, const std::v
             }
             std::vector<plan::operation> group(ops.begin() + static_cast<std::ptrdiff_t>(i),
                                                ops.begin() + static_cast<std::ptrdiff_t>(j));
-            if (auto e = run_nvme(caps, group)) {
+            if (auto e = run_nvme(caps, group); !e.ok()) {
                 return e;
             }
             i = j;
@@ -313,17 +313,17 @@ std::optional<error_info> runner::execute(const capabilities& caps, const std::v
             break;
         case plan::op_kind::write_direct:
         case plan::op_kind::write_buffered:
-            if (auto e = run_writes(op)) {
+            if (auto e = run_writes(op); !e.ok()) {
                 return e;
             }
             break;
         }
         ++i;
     }
-    return std::nullopt;
+    return {};
 }
 
-std::optional<error_info> runner::run_file(const capabilities& caps) {
+status runner::run_file(const capabilities& caps) {
     const plan::request req = request();
     auto first = plan::plan_file_first_stage(caps, req);
     if (!first) {
@@ -349,7 +349,7 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
         if (opt_.dry_run) {
             step(op);
             decide("dry run: if the kernel refuses, allocation and the extent plan follow");
-            return std::nullopt;
+            return {};
         }
         step(op);
         rep_.device_commands++;
@@ -357,7 +357,7 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
         if (err == 0) {
             rep_.bytes_by_method[zero_method::kernel] += length_;
             progress(length_);
-            return std::nullopt;
+            return {};
         }
         if (!zero::kernel_zero_refused(err)) {
             return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, offset_, length_, err);
@@ -379,11 +379,11 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
     if (!how.allocate) {
         decide(how.reason);
     } else if (!opt_.dry_run) {
-        if (auto e = execute(caps, {alloc})) {
-            if (e->code.value() != EOPNOTSUPP) {
+        if (auto e = execute(caps, {alloc}); !e.ok()) {
+            if (e.error().code.value() != EOPNOTSUPP) {
                 return e;
             }
-            auto note = plan::allocation_refused(caps, req, e->message);
+            auto note = plan::allocation_refused(caps, req, e.error().message);
             if (!note) {
                 return note.error();
             }
@@ -434,7 +434,7 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
             const bool in_place = std::any_of(p->operations.begin(), p->operations.end(), [](const auto& op) {
                 return op.kind == plan::op_kind::nvme_write_zeroes;
             });
-            if (auto e = execute(caps, p->operations)) {
+            if (auto e = execute(caps, p->operations); !e.ok()) {
                 return e;
             }
             if (in_place) {
@@ -470,10 +470,10 @@ std::optional<error_info> runner::run_file(const capabilities& caps) {
             break;
         }
     }
-    return std::nullopt;
+    return {};
 }
 
-std::optional<error_info> runner::run_block(const capabilities& caps) {
+status runner::run_block(const capabilities& caps) {
     auto p = plan::plan_block_device(caps, request());
     if (!p) {
         return p.error();
@@ -485,13 +485,13 @@ std::optional<error_info> runner::run_block(const capabilities& caps) {
         for (const auto& op : p->operations) {
             step(op);
         }
-        return std::nullopt;
+        return {};
     }
     // Dirty pages of the device's cache would overwrite what the device zeroes: write them
     // back and wait. sync_file_range, not fdatasync: the latter also makes the kernel send a
     // cache flush, which a write-through device does not need (Linux flushes whenever VWC is
     // present, whatever WCE says).
-    if (auto e = write_back_range()) {
+    if (auto e = write_back_range(); !e.ok()) {
         return e;
     }
     auto e = execute(caps, p->operations);
@@ -508,26 +508,26 @@ std::optional<error_info> runner::run_block(const capabilities& caps) {
 // a hole, an unwritten extent) was done to the file by someone else during the run: the
 // report then counts only the prefix still proven, and says what changed. The size is
 // checked even when no verification was asked for: it costs one fstat.
-std::optional<error_info> runner::verify(const capabilities& caps) {
+status runner::verify(const capabilities& caps) {
     const std::uint64_t end = offset_ + length_;
     verify_extent_of_damage found;
-    std::optional<error_info> e;
+    status e;
     if (opt_.verify == verify_mode::none) {
         if (file_kind_of(caps) != file_kind::regular) {
-            return std::nullopt;
+            return {};
         }
         auto size = current_size(fd_, path_, caps);
         if (!size) {
             return size.error();
         }
         if (*size >= end) {
-            return std::nullopt;
+            return {};
         }
         found = {offset_, *size, true};
     } else {
         e = verify_range(fd_, path_, caps, offset_, length_, opt_.verify, rep_, &found);
-        if (!e) {
-            return std::nullopt;
+        if (e.ok()) {
+            return {};
         }
     }
     auto count_only_to = [this](std::uint64_t good_end) {
@@ -544,7 +544,7 @@ std::optional<error_info> runner::verify(const capabilities& caps) {
         preallocate_report scratch;
         verify_extent_of_damage prefix;
         const auto mode = opt_.verify == verify_mode::data ? verify_mode::data : verify_mode::extents;
-        if (!verify_range(fd_, path_, caps, offset_, found.size_bytes - offset_, mode, scratch, &prefix) &&
+        if (verify_range(fd_, path_, caps, offset_, found.size_bytes - offset_, mode, scratch, &prefix).ok() &&
             scratch.verified.value_or(false)) {
             found.good_end = found.size_bytes;
         } else {
@@ -556,14 +556,14 @@ std::optional<error_info> runner::verify(const capabilities& caps) {
     if (shorter) {
         rep_.verify_detail = fmt::format("the file now ends at {}, before the range ends", found.size_bytes);
     }
-    const std::string what = shorter ? rep_.verify_detail : e->message;
+    const std::string what = shorter ? rep_.verify_detail : e.error().message;
     return make_error_msg(EIO, fmt::format("zero {} [offset {}, length {}]: {}; the file was {} by another process "
                                            "during the run (size now {} bytes)",
                                            path_, offset_, length_, what, shorter ? "truncated" : "changed",
                                            found.size_bytes));
 }
 
-std::optional<error_info> runner::run() {
+status runner::run() {
     rep_.path = path_;
     rep_.offset = offset_;
     rep_.length = length_;
@@ -586,10 +586,10 @@ std::optional<error_info> runner::run() {
         return caps.error();
     }
     if (file_kind_of(*caps) == file_kind::block) {
-        if (auto e = check_signature()) {
+        if (auto e = check_signature(); !e.ok()) {
             return e;
         }
-    } else if (auto e = check_free_space(*caps)) {
+    } else if (auto e = check_free_space(*caps); !e.ok()) {
         return e;
     }
     for (auto m : all_zero_methods) {
@@ -598,13 +598,13 @@ std::optional<error_info> runner::run() {
     const plan::queue_choice qd = plan::choose_queue_depth(*caps, opt_.queue_depth);
     queue_depth_ = qd.depth;
     decide(qd.reason);
-    std::optional<error_info> e;
+    status e;
     if (file_kind_of(*caps) == file_kind::block) {
         e = run_block(*caps);
     } else {
         e = run_file(*caps);
     }
-    if (!e && !opt_.dry_run) {
+    if (e.ok() && !opt_.dry_run) {
         // Durable before it is reported: fdatasync sends the device flush when the kernel
         // thinks the cache is write-back; passthrough writes bypass the filesystem, so when
         // the device's cache is really write-back they get an NVMe Flush of their own.
@@ -620,15 +620,15 @@ std::optional<error_info> runner::run() {
         } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && char_) {
             io::nvme_target t{char_.get(), caps->nvme->char_device, caps->nvme->nsid, caps->nvme->lba_bytes};
             e = io::nvme_flush(t);
-            rep_.flushed = !e;
+            rep_.flushed = e.ok();
         } else {
             rep_.flushed = caps->cache.effective == cache_mode::write_back;
         }
-        if (!e) {
+        if (e.ok()) {
             e = verify(*caps);
         }
     }
-    if (e && !opt_.dry_run && file_kind_of(*caps) == file_kind::regular) {
+    if (!e.ok() && !opt_.dry_run && file_kind_of(*caps) == file_kind::regular) {
         cut_back(caps->size_bytes);
     }
     rep_.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -637,17 +637,17 @@ std::optional<error_info> runner::run() {
 
 // blkdiscard(8) refuses a device with a filesystem signature or partition table unless
 // forced; zeroing one is at least as destructive.
-std::optional<error_info> runner::check_signature() {
+status runner::check_signature() {
     auto sig = target::device_signature(fd_, path_);
     if (!sig) {
         return sig.error();
     }
     if (sig->empty()) {
-        return std::nullopt;
+        return {};
     }
     if (opt_.force) {
         decide(fmt::format("{} contains an existing {}: zeroing it anyway (--force)", path_, *sig));
-        return std::nullopt;
+        return {};
     }
     return make_error_msg(EBUSY, fmt::format("zero {}: contains an existing {}; use --force to zero it anyway",
                                              path_, *sig));
@@ -657,14 +657,14 @@ std::optional<error_info> runner::check_signature() {
 // failing part-way. What the range needs is its length less what is already allocated in it
 // (on a copy-on-write filesystem all of it: an overwrite lands in new blocks); what there is,
 // f_bfree for root (the filesystem's reserve is root's to use) and f_bavail for others.
-std::optional<error_info> runner::check_free_space(const capabilities& caps) {
+status runner::check_free_space(const capabilities& caps) {
     struct ::statfs sfs {};
     if (::fstatfs(fd_, &sfs) != 0) {
         return make_error("statfs", path_, errno);
     }
     const auto block = static_cast<std::uint64_t>(sfs.f_frsize != 0 ? sfs.f_frsize : sfs.f_bsize);
     if (sfs.f_blocks == 0 || block == 0) {
-        return std::nullopt;  // no accounting (some FUSE and pseudo filesystems): nothing to check
+        return {};  // no accounting (some FUSE and pseudo filesystems): nothing to check
     }
     const std::uint64_t first = offset_ / block * block;
     const std::uint64_t last = (offset_ + length_ + block - 1) / block * block;
@@ -710,7 +710,7 @@ std::optional<error_info> runner::check_free_space(const capabilities& caps) {
     const std::uint64_t reserve = static_cast<std::uint64_t>(sfs.f_bfree - sfs.f_bavail) * block;
     if (needed <= avail) {
         decide(fmt::format("space: the range needs {} bytes of new blocks, {} are free", needed, avail));
-        return std::nullopt;
+        return {};
     }
     return make_error_msg(ENOSPC, fmt::format("zero {} [offset {}, length {}]: needs {} bytes of new space, the "
                                               "filesystem has {} free{}: No space left on device",
@@ -739,12 +739,12 @@ result<preallocate_report> preallocate(int fd, const std::string& path, std::uin
                                        const preallocate_options& options, preallocate_report* partial) {
     preallocate_report rep;
     runner r(fd, path, offset, length, options, rep);
-    auto e = r.run();
+    auto st = r.run();
     if (partial != nullptr) {
         *partial = rep;
     }
-    if (e) {
-        return *e;
+    if (!st.ok()) {
+        return std::move(st).error();
     }
     return rep;
 }

@@ -160,8 +160,8 @@ std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std:
                 break;
             }
             const std::uint32_t b = free_bufs.back();
-            if (auto e = w.submit(bufs[b].get(), bs, offset + picker.pick(issued) * bs, b)) {
-                failure = e->message;
+            if (auto e = w.submit(bufs[b].get(), bs, offset + picker.pick(issued) * bs, b); !e.ok()) {
+                failure = e.error().message;
                 stop = true;
                 break;
             }
@@ -250,8 +250,8 @@ int run_bench_write(const bench_args& a) {
         return exit_failure;
     }
     auto s = w->stats();
-    if (auto e = w->close()) {
-        print_error(e->message);
+    if (auto e = w->close(); !e.ok()) {
+        print_error(e.error().message);
         return exit_failure;
     }
     const double iops = static_cast<double>(s.writes) / secs;
