@@ -7,10 +7,11 @@
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
 #include "io/nvme_cmd.hpp"
-#include "probe/nvme_probe.hpp"
+#include "probe/file_kind.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
+#include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
@@ -48,7 +49,7 @@ const char* to_string(durability_mode m) noexcept {
 }
 
 result<bool> writer::impl::range_written() {
-    if (caps.file_type == "block") {
+    if (file_kind_of(caps) == file_kind::block) {
         return true;  // a block device has no extents to convert
     }
     auto m = extent::map_range(fd.get(), path, offset, length, true);
@@ -71,14 +72,15 @@ status writer::impl::choose_mode() {
     if (!written) {
         return written.error();
     }
-    const bool raw_nvme = caps.file_type == "block" && caps.nvme && !caps.nvme->char_device.empty() &&
+    const bool raw_nvme = file_kind_of(caps) == file_kind::block && caps.nvme && !caps.nvme->char_device.empty() &&
                           may_passthrough(caps.nvme->char_device.c_str());
     const std::string fs_type = caps.fs ? caps.fs->type : std::string();
     // RWF_DSYNC on an O_DIRECT pure overwrite becomes a FUA write without a flush where the
-    // record says so (xfs and ext4 with a FUA queue, confirmed at the device: host/009).
-    const bool file_fua = caps.file_type == "regular" && *written && caps.cache.dsync_overwrite_fua.value_or(false);
+    // record says so (the filesystems whose traits say it was confirmed at the device).
+    const bool file_fua =
+        file_kind_of(caps) == file_kind::regular && *written && caps.cache.dsync_overwrite_fua.value_or(false);
     nvme_fua = false;
-    nvme_flush = caps.file_type == "block" && caps.nvme && raw_nvme;
+    nvme_flush = file_kind_of(caps) == file_kind::block && caps.nvme && raw_nvme;
 
     durability_mode want = options.mode;
     if (want == durability_mode::automatic) {
@@ -125,11 +127,11 @@ status writer::impl::choose_mode() {
         if (raw_nvme && fua_ok) {
             nvme_fua = true;
             reason = "forced; NVMe Write with FUA through " + caps.nvme->char_device;
-        } else if (caps.file_type == "regular" && *written) {
+        } else if (file_kind_of(caps) == file_kind::regular && *written) {
             reason = fmt::format("forced; RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason);
         } else {
             return make_error_msg(ENOTSUP, fmt::format("writer {}: fua is not supported here ({})", path,
-                                                       caps.file_type == "regular"
+                                                       file_kind_of(caps) == file_kind::regular
                                                            ? "the range is not all written extents"
                                                            : "needs a raw NVMe namespace with FUA and passthrough"));
         }
@@ -146,7 +148,7 @@ status writer::impl::open_fds() {
     if (mode == durability_mode::dsync) {
         flags |= O_DSYNC;
     }
-    unique_fd f(::open(reopen_path.c_str(), flags));
+    unique_fd f = reopen_self(origin.get(), flags);
     if (!f) {
         return make_error("open O_DIRECT", path, errno);
     }
@@ -357,7 +359,7 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
         return caps.error();
     }
     p->caps = std::move(*caps);
-    if (p->caps.file_type == "block" && !p->options.force) {
+    if (file_kind_of(p->caps) == file_kind::block && !p->options.force) {
         // As blkdiscard(8) and wzero alloc: a device that holds a filesystem or a partition
         // table is somebody's data.
         auto sig = target::device_signature(probe.get(), path);
@@ -375,7 +377,7 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
         return make_error_msg(EINVAL, fmt::format("writer {} [offset {}, length {}]: the range must be non-empty "
                                                   "and inside the {} ({} bytes)",
                                                   path, offset, length,
-                                                  p->caps.file_type == "block" ? "block device" : "file",
+                                                  file_kind_of(p->caps) == file_kind::block ? "block device" : "file",
                                                   p->caps.size_bytes));
     }
     if (!p->caps.dio) {
@@ -427,8 +429,7 @@ result<writer> writer::open(const std::string& path, std::uint64_t offset, std::
         return t.error();
     }
     p->origin = std::move(t->fd);
-    p->reopen_path = fmt::format("/proc/self/fd/{}", p->origin.get());
-    unique_fd probe(::open(p->reopen_path.c_str(), O_RDWR | O_CLOEXEC));
+    unique_fd probe = reopen_self(p->origin.get(), O_RDWR);
     if (!probe) {
         return make_error("open for writing", path, errno);
     }
@@ -461,11 +462,10 @@ result<writer> writer::open(int fd, const std::string& path, std::uint64_t offse
     if (!p->origin) {
         return make_error("dup", path, errno);
     }
-    p->reopen_path = fmt::format("/proc/self/fd/{}", p->origin.get());
-    unique_fd probe(::open(p->reopen_path.c_str(), O_RDWR | O_CLOEXEC));
+    unique_fd probe = reopen_self(p->origin.get(), O_RDWR);
     if (!probe) {
-        return make_error_msg(errno, fmt::format("writer {}: reopen read-write through {}: {}", path, p->reopen_path,
-                                                 errno_text(errno)));
+        return make_error_msg(errno, fmt::format("writer {}: reopen read-write through {}: {}", path,
+                                                 self_fd_path(p->origin.get()), errno_text(errno)));
     }
     struct ::stat a {}, b {};
     if (::fstat(fd, &a) != 0 || ::fstat(probe.get(), &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
@@ -474,10 +474,9 @@ result<writer> writer::open(int fd, const std::string& path, std::uint64_t offse
     if (S_ISBLK(b.st_mode)) {
         // The caller's descriptor may itself be the exclusive claim (then a second O_EXCL open
         // is EBUSY, and fine); a mounted device is refused either way.
-        unique_fd claim(::open(p->reopen_path.c_str(), O_RDWR | O_EXCL | O_CLOEXEC));
+        unique_fd claim = reopen_self(p->origin.get(), O_RDWR | O_EXCL);
         if (claim) {
             p->origin = std::move(claim);
-            p->reopen_path = fmt::format("/proc/self/fd/{}", p->origin.get());
         } else if (const std::string at = target::mounted_at(b.st_rdev); !at.empty()) {
             return make_error_msg(EBUSY, fmt::format("writer {}: the block device is mounted at {}", path, at));
         }

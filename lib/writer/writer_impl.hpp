@@ -96,7 +96,6 @@ private:
 
 struct writer::impl {
     std::string path;         // for messages
-    std::string reopen_path;  // what open_fds() opens: /proc/self/fd/N of `origin`, never the name
     // The checked inode: open(path)'s descriptor (O_EXCL for a block device) or a duplicate
     // of the caller's descriptor.
     unique_fd origin;
