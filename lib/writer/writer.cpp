@@ -549,7 +549,10 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
             w.fua_writes++;
         }
         if (w.mode == durability_mode::flush) {
+            // The flush's error (fdatasync or NVMe Flush, with its path) goes to every write it
+            // covered, whichever thread ran it: each names its own range.
             if (auto e = w.commit.commit([&w] { return w.flush_now(); })) {
+                e->message += fmt::format(" (write [offset {}, length {}] not durable)", offset, len);
                 return *e;
             }
         }
