@@ -1,13 +1,11 @@
 #include "writer/group_commit.hpp"
 
-#include <algorithm>
-
 namespace wz::writer_detail {
 
-std::optional<error_info> shared_flush::commit(const flush_fn& flush) {
+status shared_flush::commit(const flush_fn& flush) {
     std::unique_lock lk(mutex_);
     const std::uint64_t mine = ++completed_;
-    while (durable_ < mine) {
+    while (settled_ < mine) {
         if (!flushing_) {
             flushing_ = true;
             const std::uint64_t target = completed_;  // all of these completed before the flush
@@ -15,18 +13,32 @@ std::optional<error_info> shared_flush::commit(const flush_fn& flush) {
             auto e = flush();
             lk.lock();
             flushing_ = false;
-            if (!e) {
-                durable_ = std::max(durable_, target);
+            // One flush at a time: nothing settled the range while this one ran.
+            if (!e.ok()) {
+                failed_.push_back(failed_range{settled_, target, std::move(e).error(), target - settled_});
             }
+            settled_ = target;
             cv_.notify_all();
-            if (e) {
-                return e;
-            }
         } else {
             cv_.wait(lk);
         }
     }
-    return std::nullopt;
+    // Settled: failed if a failed flush covered it, whatever flushes came after.
+    for (auto it = failed_.begin(); it != failed_.end(); ++it) {
+        if (it->first < mine && mine <= it->last) {
+            error_info e = it->error;
+            if (--it->untaken == 0) {
+                failed_.erase(it);
+            }
+            return e;
+        }
+    }
+    return {};
+}
+
+std::size_t shared_flush::failed_ranges_held() {
+    std::lock_guard lk(mutex_);
+    return failed_.size();
 }
 
 void flush_batcher::write_completed(std::uint32_t id, clock::duration took, clock::time_point now) {

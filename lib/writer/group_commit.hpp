@@ -22,21 +22,41 @@ namespace wz::writer_detail {
 // a thread whose write is not yet covered either starts the next flush (covering every write
 // completed so far, its own and those of the threads waiting) or waits for the running one
 // and looks again.
+//
+// A failed flush fails every write it covered, and for good: a later flush that succeeds says
+// nothing about them. Linux reports a writeback error once per open file description (errseq_t,
+// since 4.13), so on a shared descriptor a second fdatasync after a failed one very probably
+// succeeds although the data of the first never reached the media (PostgreSQL's "fsyncgate",
+// 2018). The failed range keeps its error until each of its waiters has taken it.
 class shared_flush {
 public:
-    using flush_fn = std::function<std::optional<error_info>()>;
+    using flush_fn = std::function<status()>;
 
     // Called once a write has completed: returns when a flush started after that completion
-    // succeeded. The error of a flush goes to the caller that ran it; a waiter it covered
-    // then starts a flush of its own.
-    std::optional<error_info> commit(const flush_fn& flush);
+    // succeeded (ok), or with the error of the first flush that covered it and failed,
+    // whichever thread ran that flush. A write completed while a flush ran is not covered by
+    // it: the next flush decides for it.
+    status commit(const flush_fn& flush);
+
+    // Failed ranges whose waiters have not all taken their error yet (for tests: 0 once every
+    // commit has returned).
+    [[nodiscard]] std::size_t failed_ranges_held();
 
 private:
+    // Writes (first, last] were covered by a flush that failed with `error`.
+    struct failed_range {
+        std::uint64_t first = 0;  // exclusive
+        std::uint64_t last = 0;
+        error_info error;
+        std::uint64_t untaken = 0;  // waiters in the range that have not returned yet
+    };
+
     std::mutex mutex_;
     std::condition_variable cv_;
     std::uint64_t completed_ = 0;  // writes completed so far (sequence numbers)
-    std::uint64_t durable_ = 0;    // every write with sequence <= durable_ is durable
+    std::uint64_t settled_ = 0;    // every write with sequence <= settled_ is durable or failed
     bool flushing_ = false;
+    std::vector<failed_range> failed_;  // at most one per waiting thread; usually empty
 };
 
 // The asynchronous path (one thread, the caller of submit/complete), fed with events:

@@ -3,11 +3,14 @@
 // until the test lets it return.
 #include "writer/group_commit.hpp"
 
+#include "util/errors.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -196,12 +199,15 @@ TEST(FlushBatcher, SimulatedDeviceAtMostHalfAFlushPerWrite) {
 // A flush function the test releases one call at a time.
 class gated_flush {
 public:
-    std::optional<error_info> operator()() {
+    status operator()() {
         std::unique_lock lk(m_);
         const unsigned mine = started_++;
         cv_.notify_all();
         cv_.wait(lk, [&] { return released_ > mine; });
-        return mine < results_.size() ? results_[mine] : std::nullopt;
+        if (mine < results_.size() && results_[mine]) {
+            return *results_[mine];
+        }
+        return {};
     }
     // False after 5 s without the n-th call (a broken policy must fail the test, not hang it).
     bool wait_started(unsigned n) {
@@ -234,10 +240,10 @@ TEST(SharedFlush, OneThreadFlushesEveryWrite) {
     shared_flush s;
     unsigned flushes = 0;
     for (int i = 0; i < 3; ++i) {
-        EXPECT_FALSE(s.commit([&]() -> std::optional<error_info> {
-            ++flushes;
-            return std::nullopt;
-        }));
+        EXPECT_TRUE(s.commit([&]() -> status {
+                         ++flushes;
+                         return {};
+                     }).ok());
     }
     EXPECT_EQ(flushes, 3U);
 }
@@ -250,14 +256,14 @@ TEST(SharedFlush, WritesCompletedDuringAFlushShareTheNext) {
     auto flush = [&] { return f(); };
     std::atomic<unsigned> done{0};
     std::thread a([&] {
-        EXPECT_FALSE(s.commit(flush));
+        EXPECT_TRUE(s.commit(flush).ok());
         ++done;
     });
     ASSERT_TRUE(f.wait_started(1));
     std::vector<std::thread> others;
     for (int i = 0; i < 3; ++i) {
         others.emplace_back([&] {
-            EXPECT_FALSE(s.commit(flush));
+            EXPECT_TRUE(s.commit(flush).ok());
             ++done;
         });
     }
@@ -276,27 +282,171 @@ TEST(SharedFlush, WritesCompletedDuringAFlushShareTheNext) {
     EXPECT_EQ(f.started(), 2U);
 }
 
+// Threads that commit, and a bounded wait for all of them: a policy that leaves a waiter
+// blocked must turn the test red, not hang it (the blocked thread cannot be joined, so the
+// process ends after the failure is printed).
+class committers {
+public:
+    explicit committers(shared_flush& s) : s_(s) {}
+    ~committers() {
+        for (auto& t : threads_) {
+            t.join();
+        }
+    }
+    // Starts a thread that commits once; its result is result(i), i counting from 0.
+    template <class Flush>
+    void start(Flush flush) {
+        std::lock_guard lk(m_);
+        const std::size_t i = results_.size();
+        results_.emplace_back();
+        threads_.emplace_back([this, i, flush] {
+            auto e = error_of(s_.commit(flush));
+            std::lock_guard lk2(m_);
+            results_[i] = std::move(e);
+            ++done_;
+            cv_.notify_all();
+        });
+    }
+    unsigned done() {
+        std::lock_guard lk(m_);
+        return done_;
+    }
+    // Waits up to 5 s for `n` threads to have returned.
+    bool wait_done(unsigned n) {
+        std::unique_lock lk(m_);
+        return cv_.wait_for(lk, std::chrono::seconds(5), [&] { return done_ >= n; });
+    }
+    void finish_or_abort() {
+        if (!wait_done(static_cast<unsigned>(threads_.size()))) {
+            ADD_FAILURE() << "a committer still waits after 5 s (" << done() << " of " << threads_.size()
+                          << " returned)";
+            std::abort();
+        }
+    }
+    std::optional<error_info> result(std::size_t i) {
+        std::lock_guard lk(m_);
+        return results_[i];
+    }
+
+private:
+    shared_flush& s_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::vector<std::thread> threads_;
+    std::vector<std::optional<error_info>> results_;
+    unsigned done_ = 0;
+};
+
 // Flush 0 fails: its caller A gets the error; B, which completed while it ran (not covered),
 // is made durable by the next flush and succeeds.
-TEST(SharedFlush, AFlushErrorGoesToTheWriteItCovered) {
+TEST(SharedFlush, AWriteCompletedDuringAFailingFlushIsFlushedAgain) {
     shared_flush s;
     gated_flush f;
     f.fail(0);
     auto flush = [&] { return f(); };
-    std::optional<error_info> ea, eb;
-    std::thread a([&] { ea = s.commit(flush); });
+    committers c(s);
+    c.start(flush);  // A
     ASSERT_TRUE(f.wait_started(1));
-    std::thread b([&] { eb = s.commit(flush); });
+    c.start(flush);  // B
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    f.release_one();
+    f.release_one();  // flush 0 fails
     EXPECT_TRUE(f.wait_started(2));
-    f.release_one();
-    a.join();
-    b.join();
-    ASSERT_TRUE(ea);
-    EXPECT_EQ(ea->code.value(), EIO);
-    EXPECT_FALSE(eb);
+    f.release_one();  // flush 1 covers B
+    c.finish_or_abort();
+    ASSERT_TRUE(c.result(0));
+    EXPECT_EQ(c.result(0)->code.value(), EIO);
+    EXPECT_FALSE(c.result(1));
     EXPECT_EQ(f.started(), 2U);
+    EXPECT_EQ(s.failed_ranges_held(), 0U);
+}
+
+// The fsync-error rule (PostgreSQL, the kernel's errseq_t): a failed flush fails every write
+// it covered, not only the one whose thread ran it. A runs flush 0 (succeeds); B, C and D
+// complete while it runs, so flush 1 covers all three, and fails. E completes while flush 1
+// runs: not covered, it is flushed again (flush 2) and succeeds. B, C and D must not succeed
+// through flush 2: Linux reports a writeback error once per open file description, so a
+// second fdatasync on the same descriptor says nothing about their data.
+TEST(SharedFlush, AFlushErrorGoesToEveryWriteItCovered) {
+    shared_flush s;
+    gated_flush f;
+    f.fail(1);
+    auto flush = [&] { return f(); };
+    committers c(s);
+    c.start(flush);  // A
+    ASSERT_TRUE(f.wait_started(1));
+    for (int i = 0; i < 3; ++i) {
+        c.start(flush);  // B, C, D
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    f.release_one();  // flush 0 succeeds: A is durable
+    ASSERT_TRUE(c.wait_done(1));
+    EXPECT_FALSE(c.result(0));
+    ASSERT_TRUE(f.wait_started(2));  // one of B, C, D runs flush 1
+    c.start(flush);                  // E
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    f.release_one();  // flush 1 fails
+    // Each covered waiter returns the error, and none waits for another flush to do so.
+    EXPECT_TRUE(c.wait_done(4)) << c.done() << " returned";
+    EXPECT_TRUE(f.wait_started(3));  // E's flush
+    f.release_one();                 // flush 2 succeeds
+    // Anything a broken policy started beyond that may return.
+    for (int i = 0; i < 8; ++i) {
+        f.release_one();
+    }
+    c.finish_or_abort();
+    for (std::size_t i = 1; i <= 3; ++i) {
+        ASSERT_TRUE(c.result(i)) << "covered write " << i << " succeeded after its flush failed";
+        EXPECT_EQ(c.result(i)->code.value(), EIO);
+        EXPECT_EQ(c.result(i)->message, "flush failed");
+    }
+    EXPECT_FALSE(c.result(4));
+    EXPECT_EQ(f.started(), 3U);
+    EXPECT_EQ(s.failed_ranges_held(), 0U);  // every covered waiter took its error
+}
+
+// Many threads, many commits, every third flush fails: nobody hangs, each failed flush fails
+// at least the write of the thread that ran it, and no failed range outlives its waiters.
+TEST(SharedFlush, FailingFlushesUnderLoadSettleEveryWrite) {
+    shared_flush s;
+    std::atomic<unsigned> calls{0}, failed{0}, errors{0}, successes{0};
+    auto flush = [&]() -> status {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (calls++ % 3 == 1) {
+            ++failed;
+            return error_info{std::error_code(EIO, std::system_category()), "flush failed"};
+        }
+        return {};
+    };
+    constexpr unsigned threads = 8, per_thread = 50;
+    std::atomic<unsigned> finished{0};
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; ++t) {
+        ts.emplace_back([&] {
+            for (unsigned i = 0; i < per_thread; ++i) {
+                if (!s.commit(flush).ok()) {
+                    ++errors;
+                } else {
+                    ++successes;
+                }
+            }
+            ++finished;
+        });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (finished.load() < threads && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (finished.load() < threads) {
+        ADD_FAILURE() << "committers still wait after 20 s";
+        std::abort();
+    }
+    for (auto& t : ts) {
+        t.join();
+    }
+    EXPECT_EQ(errors + successes, threads * per_thread);
+    EXPECT_GE(errors.load(), failed.load());
+    EXPECT_GT(successes.load(), 0U);
+    EXPECT_EQ(s.failed_ranges_held(), 0U);
 }
 
 }  // namespace

@@ -548,8 +548,12 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
             w.fua_writes++;
         }
         if (w.mode == durability_mode::flush) {
-            if (auto e = w.commit.commit([&w] { return error_of(w.flush_now()); })) {
-                return *e;
+            // The flush's error (fdatasync or NVMe Flush, with its path) goes to every write it
+            // covered, whichever thread ran it: each names its own range.
+            if (auto e = w.commit.commit([&w] { return w.flush_now(); }); !e.ok()) {
+                error_info err = std::move(e).error();
+                err.message += fmt::format(" (write [offset {}, length {}] not durable)", offset, len);
+                return err;
             }
         }
     }
