@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Benchmark in the VM rig (setup A, QEMU NVMe, TCG): zeroing SIZE of the raw namespace with
 # wzero's nvme method, BLKZEROOUT (wzero --method zeroout), a loop of `nvme write-zeroes`
 # commands (nvme-cli, one process per 32 MiB command) and data writes (wzero --method write).

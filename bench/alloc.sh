@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Benchmark: zero-filling a file on a loop-backed ext4, side by side in one run, rounds
 # interleaved so that every contender sees the same machine noise. Reports medians and
 # ratios against `dd if=/dev/zero bs=2M oflag=direct`, plus the peak RSS of walking and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Benchmark: how long wz::stat() takes cold (device facts re-probed: sysfs, and on NVMe
 // the Identify/Get Features admin commands) and cached (per-device facts reused; the
 // per-file statx/statfs/mount lookup still runs). Reports medians and p99 of one run.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Sourced by the host benchmarks: an ext4 filesystem on a loop device over a sparse image in
 # a temporary directory, all of it removed on exit.

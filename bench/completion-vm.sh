@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Benchmark in the VM rig (setup A, QEMU NVMe with 2 poll queues, TCG guest, Linux 7.2):
 # the writer's completion modes side by side in one boot. 4 KiB random writes on the raw
 # namespace with the write cache cleared (mode through: no flush, no FUA, so only the

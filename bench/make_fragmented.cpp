@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Makes a sparse file with many separate extents for memory benchmarks: fallocate(0) of
 // one block every `stride` bytes, so that no two extents touch.
 //   make_fragmented FILE SIZE_BYTES STRIDE_BYTES [BLOCK_BYTES]

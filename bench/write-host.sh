@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Benchmark on the host: durable 4 KiB overwrites at QD 1 through wz::writer on a loop-backed
 # ext4 file preallocated written (wzero alloc) vs unwritten (fallocate), both in the same
 # mode (flush: a loop device is write-back without FUA) and as O_DSYNC (dsync), rounds

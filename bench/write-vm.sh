@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Benchmark in the VM rig (setup A, QEMU NVMe, TCG guest, Linux 7.2): durable 4 KiB writes
 # through wz::writer on the raw namespace, in one boot, with the write cache cleared by Set
 # Features (WCE=0) and set (WCE=1), at QD 1 and QD 32:

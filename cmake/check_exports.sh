@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Checks the exported dynamic symbols of libwzero against lib/libwzero.map, both ways:
 # every defined dynamic symbol is listed by name in the map (nothing private leaks through
 # a glob or an inline member), and every name in the map is exported (a typo in the map

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Installs the build into a temporary prefix and checks it as an outside program sees it:
 # - the exported symbols of the installed libwzero.so are exactly lib/libwzero.map's names;
 # - a C99 consumer (lib/capi/capi_test.c) and a C++17 consumer (cmake/install_consumer.cpp,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A C++ program using the installed libwzero the way an outside consumer does: only
 // <wzero/wzero.hpp> and the shared library (pkg-config or find_package), C++17. It calls
 // every public function at least once, so a function declared in the header but missing

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The main job on a demo file: installs what is missing, builds, creates a temporary image
 # file, preallocates it as written zeroes (wzero alloc) and prints its capability record
 # (wzero stat). Run as root.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Installs what wzero needs to build and to run every test, from Debian 12's packages.
 # Idempotent: packages already present are not touched. Needs root.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # SPDX licence identifiers on every source file of the repository.
 #   tools/spdx.sh --check   list files without one; exit 1 if any (run by ctest)
 #   tools/spdx.sh --add     add the line where it is missing (after a #! line, as a comment

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Every test: installs what is missing, builds with warnings as errors, runs the unit tests
 # (ctest), the fstests on the host (ext4, xfs, btrfs, tmpfs on loop devices) and the fstests
 # in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels). Run as root.

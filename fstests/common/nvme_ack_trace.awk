@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fstests/common/nvme_ack_trace.awk -- is every acknowledged write durable, by the NVMe
 # commands the Linux driver sent? One timeline from tracefs (/sys/kernel/tracing/trace):
 # the driver's nvme/nvme_setup_cmd and nvme/nvme_complete_rq events plus the "wzack SEQ OFFSET"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz_ackwrite: a test tool for the durable writer (wz::writer), used by fstests/tests/nvme.
 //
 //   wz_ackwrite write [options] PATH     durable 4 KiB writes, one "ack SEQ OFFSET" line each

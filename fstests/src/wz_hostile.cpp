@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz_hostile: what a hostile neighbour does to wzero, for the safety tests (issue 8).
 //
 //   wz_hostile swap DIR NAME1 NAME2 SECONDS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz_neighbour: a test tool for generic/004, a process that writes next to a range while
 // wzero zeroes it, as a database writing its own records beside a preallocated file region.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wzero: written, zeroed extents and durable writes for Linux storage.
  * The stable C API. Compiles as C99 and as C++. */
 #ifndef WZERO_WZERO_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wzero: written, zeroed extents and durable writes for Linux storage.
 // The public C++ API. Everything else in the library is private.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The C API: thin wrappers over the C++ one. No exception crosses this boundary.
 
 #include <wzero/wzero.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The C API seen from C99 through the shared library: only exported symbols link. */
 #define _POSIX_C_SOURCE 200809L /* mkstemp, unlink, close */
 

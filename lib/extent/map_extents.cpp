@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::map_extents(): the extents of a file range with the device addresses behind them
 // (what `wzero map` prints).
 

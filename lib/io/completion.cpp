@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Completion settings: names and validation.
 #include "io/completion.hpp"
 

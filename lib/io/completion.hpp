@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private to lib: how an io_uring's owner waits for completions (interrupt, poll, adaptive).
 // The adaptive policy is a small state machine over four ring operations, so it is unit-tested
 // with a scripted ring (completion_test.cpp) and run on the real one by lib/writer.

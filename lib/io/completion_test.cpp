@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The completion reaper's policies against a scripted ring: what it does (drain, blocking
 // wait, sleep) for a given sequence of ring states, and the settings' validation.
 #include "io/completion.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Data zeroing: one shared zero buffer written at queue depth through io_uring.
 #include "io/engine.hpp"
 

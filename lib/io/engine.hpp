@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The io_uring engine: data writes of zeroes at queue depth, and NVMe Write Zeroes / Flush
 // through the namespace's generic char device (/dev/ngXnY).
 #pragma once

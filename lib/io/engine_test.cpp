@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "io/engine.hpp"
 
 #include "testing/scratch_dir.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private to lib: one NVMe I/O command as the two passthrough paths send it, the io_uring
 // uring_cmd (SQE128) and the NVME_IOCTL_IO_CMD ioctl.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // NVMe Write Zeroes and Flush through the namespace's generic char device: io_uring
 // uring_cmd at queue depth (Linux 5.19+), else the passthrough ioctl one command at a time.
 #include "io/engine.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nvme_zero_tool: a test driver for wz::io::nvme_write_zeroes / nvme_flush, run inside the VM
 // rig (not the CLI: wzero's front end lives in tools/wzero).
 //   nvme_zero_tool CHARDEV NSID LBA_BYTES SLBA NLB [deac] [ioctl|uring] [max=BLOCKS] [qd=N]

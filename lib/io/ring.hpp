@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private to lib/io: an owned io_uring and the completion plumbing both engines share.
 #pragma once
 

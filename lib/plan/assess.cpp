@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "plan/assess.hpp"
 
 #include "plan/method_order.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The method rules of ../shared/DESIGN.md applied to a probed capability record.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "plan/assess.hpp"
 
 #include "probe/nvme_decode.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The order in which zeroing methods are preferred. There is one: wz::all_zero_methods

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "plan/zero_plan.hpp"
 
 #include "plan/method_order.hpp"

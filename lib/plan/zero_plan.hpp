@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The zeroing planner: capabilities + a byte range (+ the file's extents) in, an ordered

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "probe/file_kind.hpp"
 
 #include <sys/stat.h>

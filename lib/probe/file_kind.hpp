@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The type of file an entry point works on, decided once on the descriptor's st_mode.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // probe/file_kind: the enum internal code decides on, and the record's strings at the edge.
 
 #include "probe/file_kind.hpp"

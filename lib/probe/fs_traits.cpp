@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "probe/fs_traits.hpp"
 
 #include <linux/magic.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // What the library believes about each filesystem, in one table (fs_table below), and what

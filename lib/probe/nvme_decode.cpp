@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "probe/nvme_decode.hpp"
 
 #include "probe/sysfs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Pure decoding of NVMe Identify data, so that every rule can be tested on recorded pages.

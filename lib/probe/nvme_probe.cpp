@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "probe/nvme_probe.hpp"
 
 #include "probe/nvme_decode.hpp"

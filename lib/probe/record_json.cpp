@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The capability record as JSON. Keys are stable and documented in man/wzero.1;
 // a value that could not be probed is null, with its reason under "unknown".
 

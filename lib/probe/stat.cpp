@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::stat(): the capability record of a file or block device.
 // Per-file facts (statx, statfs, mount) are read on every call; per-device facts
 // (sysfs limits, NVMe identify data, the write cache feature) are cached per dev_t,

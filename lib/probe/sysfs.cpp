@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "probe/sysfs.hpp"
 
 #include "util/errors.hpp"

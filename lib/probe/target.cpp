@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Opening what the user named, once (see target.hpp).
 
 #include "probe/target.hpp"

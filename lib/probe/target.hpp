@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Opening what the user named, once. Every entry point that takes a path (alloc, verify, map,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // probe/target: one open per path, decided on the descriptor (issue 8, items 1, 4, 7).
 
 #include "probe/target.hpp"

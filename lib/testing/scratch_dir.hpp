@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests only: a scratch directory on a real filesystem (WZ_TEST_DIR, else /var/tmp:
 // O_DIRECT and extents need one, so not /tmp, which may be tmpfs), removed afterwards.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Page-aligned buffers for O_DIRECT reads and writes, freed with std::free.

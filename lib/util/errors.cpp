@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "util/errors.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "util/nvme_status.hpp"
 
 #include <libnvme.h>

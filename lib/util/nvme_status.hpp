@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The error category of NVMe completion status values, shared by the probe (admin commands

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "util/privilege.hpp"
 
 #include <linux/capability.h>

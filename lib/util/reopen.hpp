@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Opening again the file a descriptor refers to, with other flags (O_DIRECT, read-write, an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // util/reopen: the one /proc/self/fd reopen.
 
 #include "util/reopen.hpp"

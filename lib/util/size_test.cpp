@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "util/size.hpp"
 
 #include <gtest/gtest.h>

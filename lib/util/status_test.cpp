@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::status: the outcome of calls that return nothing.
 #include <wzero/wzero.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::version(): the library's version, set by the build (project(wzero VERSION ...)).
 
 #include <wzero/wzero.hpp>

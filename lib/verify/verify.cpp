@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::verify() and the zero check behind it (see verify.hpp).
 
 #include "verify/verify.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Proving a range written zeroes: wz::verify() on its own, and the check wz::preallocate()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::writer's asynchronous path: submit() queues O_DIRECT writes (or NVMe Writes with FUA
 // through uring_cmd) on one io_uring; complete() reaps them as the completion mode says and
 // hands back only writes that are durable: at once in through/fua/dsync, and in flush mode

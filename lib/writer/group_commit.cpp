@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "writer/group_commit.hpp"
 
 namespace wz::writer_detail {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private to lib/writer: group commit, the policy that decides when a flush starts and which
 // completed writes a finished flush makes durable. A flush makes durable exactly the writes
 // that had completed when it started; a write completed later waits for the next one.

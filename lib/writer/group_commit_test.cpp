@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Group commit without a device: flush_batcher fed with events at chosen times (and run
 // against a simulated device), shared_flush with threads and a flush function that blocks
 // until the test lets it return.

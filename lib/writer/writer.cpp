@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::writer: durable writes that pay for a flush only where one does something.
 // The mode follows the capability record: write-through devices over written extents need
 // nothing; FUA writes need no flush; write-back needs one flush per group of writes.

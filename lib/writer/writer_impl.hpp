@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Private to lib/writer: the state behind wz::writer. writer::impl holds what both paths
 // share (the target, its descriptors, the durability mode, the counters) and the synchronous
 // path's group commit; the asynchronous io_uring path keeps its own state in async_engine

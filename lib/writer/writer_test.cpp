@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::writer on a real file (WZ_TEST_DIR, else /var/tmp): the asynchronous API, pwritev,
 // open from a descriptor, and the errors a caller must get. The device-side checks (flush
 // and FUA counts at the device, kill -9) are fstests (host/006, nvme/*).

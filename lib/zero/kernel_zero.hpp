@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The kernel's write-zeroes offload, fallocate(FALLOC_FL_WRITE_ZEROES): its one call site.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "zero/kernel_zero.hpp"
 
 #include "probe/fs_traits.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wz::preallocate(): runs the planner's operations (kernel offload, allocation, NVMe Write
 // Zeroes, BLKZEROOUT, data writes), then syncs and verifies. The planner decides; this
 // file only executes, measures and reports, and never writes outside [offset, offset+len).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The preallocation report as JSON (documented in wzero(1), "alloc --json").
 
 #include "util/json_text.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wzero alloc | map | verify
 
 #include "cli.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wzero bench write: the durable writer under load, with the mode it picked and why.
 // Asynchronous (submit/complete at --qd, the default) or synchronous (--threads callers).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wzero stat [--json] PATH
 
 #include "cli.hpp"

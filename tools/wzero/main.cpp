@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wzero: command-line front end. Parsing, printing and exit codes only; the work is in libwzero.
 
 #include "cli.hpp"
