@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <utility>
 #include <variant>
@@ -256,6 +257,10 @@ struct preallocate_options {
     // Zero a block device that carries a filesystem signature or partition table (found
     // with libblkid, as blkdiscard(8) does); without it such a device is refused (EBUSY).
     bool force = false;
+    // Make the result durable before returning: fdatasync (which sends the device flush the
+    // kernel believes in) plus an NVMe Flush after passthrough commands on a write-back
+    // device. Off: for callers that sync themselves; the zeroes are then written, not durable.
+    bool sync = true;
     std::function<void(const progress_info&)> on_progress;
     const std::atomic<bool>* cancel = nullptr;   // set to stop; the run ends with ECANCELED
 };
@@ -306,6 +311,44 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
 
 // The report as JSON text.
 [[nodiscard]] std::string to_json(const preallocate_report& report, int indent = 2);
+
+// ---------------------------------------------------------------------------
+// Database file lifecycle: create, grow, recycle (crash-safe, durable on return)
+// ---------------------------------------------------------------------------
+// Each call works on a descriptor the caller owns (or a directory descriptor and a name),
+// takes preallocate_options (options.sync = false skips the final flush, options.verify =
+// none the proof) and, when `report` is given, fills it as preallocate() does.
+
+// Creates NAME in the directory DIRFD (AT_FDCWD: the working directory) as a file of SIZE
+// bytes of written zeroes that appears under NAME only complete and durable: the file is
+// made nameless (O_TMPFILE) where the filesystem allows it, else under a hidden temporary
+// name ".NAME.wz-tmp.XXXXXX" in the same directory; zeroed, fdatasync'ed and fsync'ed; then
+// linked or renamed to NAME without replacing anything (linkat, renameat2 RENAME_NOREPLACE);
+// then the directory is fsync'ed. MODE is masked by the umask, as with open(2). An existing
+// NAME is EEXIST and is never touched. On failure nothing is left under NAME and the
+// temporary is removed; a crash may leave a ".NAME.wz-tmp.XXXXXX" file (never a partial
+// NAME) on filesystems without O_TMPFILE. NAME must be one path component.
+status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+                     const preallocate_options& options = {}, preallocate_report* report = nullptr);
+
+// Grows the file FD to NEW_SIZE bytes with written zeroes, durable on return (the new size
+// included). NEW_SIZE equal to the size only syncs; smaller is EINVAL: never a truncate.
+status extend(int fd, std::uint64_t new_size, const preallocate_options& options = {},
+              preallocate_report* report = nullptr);
+
+// Recycles [offset, offset + length) of a file or block device in place (WAL reuse): it reads
+// back as zeroes and stays written extents. NVMe Write Zeroes at the extents' own addresses
+// where the record allows in-place zeroing, data writes otherwise; never the kernel's
+// FALLOC_FL_WRITE_ZEROES or a punch and reallocation, which may leave unwritten extents.
+// The range must lie inside the file (EINVAL otherwise: recycling never grows a file). On a
+// copy-on-write filesystem the data writes land in new extents: `report` says so.
+status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options = {},
+              preallocate_report* report = nullptr);
+
+// Makes [offset, offset + length) of the file or block device FD written zeroes, as
+// preallocate() does on a descriptor (files grow to offset + length, never shrink).
+status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options = {},
+                  preallocate_report* report = nullptr);
 
 // Checks that [offset, offset + length) holds no hole or unwritten extent (verify_mode::extents)
 // and, with verify_mode::data, reads back as zeroes. The report's `verified` and
