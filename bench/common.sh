@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
-# Sourced by the host benchmarks: an ext4 filesystem on a loop device over a sparse image in
-# a temporary directory, all of it removed on exit.
+# Sourced by the host benchmarks: a filesystem on a loop device over a sparse image in a
+# temporary directory, all of it removed on exit.
 #   bench_ext4_on_loop SIZE [losetup options...]   -> sets $work, $loop; mounted on $work/mnt
+#   bench_loop SIZE [losetup options...]           -> sets $work, $loop; nothing on it yet
+#   bench_mkfs_mount ext4|xfs                       -> (re)makes that filesystem on $loop and
+#                                                     mounts it on $work/mnt
 
 work=
 loop=
@@ -12,14 +15,31 @@ bench_cleanup() {
 	[ -n "$work" ] && rm -rf "$work"
 }
 
-bench_ext4_on_loop() {
+bench_loop() {
 	local size=$1
 	shift
 	work=$(mktemp -d /var/tmp/wzero-bench.XXXXXX)
 	trap bench_cleanup EXIT
 	truncate -s "$size" "$work/fs.img"
 	loop=$(losetup -f --show "$@" "$work/fs.img")
-	mkfs.ext4 -q -F "$loop"
 	mkdir "$work/mnt"
+}
+
+bench_mkfs_mount() {
+	if mountpoint -q "$work/mnt"; then
+		umount "$work/mnt"
+	fi
+	case $1 in
+	# Inode tables and journal initialised now, not by ext4lazyinit in the background, where
+	# its writes would land in the device counters of whatever runs next.
+	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
+	xfs) mkfs.xfs -q -f "$loop" ;;
+	*) echo "bench_mkfs_mount: ext4 or xfs, not $1" >&2; return 1 ;;
+	esac
 	mount "$loop" "$work/mnt"
+}
+
+bench_ext4_on_loop() {
+	bench_loop "$@"
+	bench_mkfs_mount ext4
 }
