@@ -327,7 +327,9 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
 // then the directory is fsync'ed. MODE is masked by the umask, as with open(2). An existing
 // NAME is EEXIST and is never touched. On failure nothing is left under NAME and the
 // temporary is removed; a crash may leave a ".NAME.wz-tmp.XXXXXX" file (never a partial
-// NAME) on filesystems without O_TMPFILE. NAME must be one path component.
+// NAME) on filesystems without O_TMPFILE. NAME must be one path component. Always durable on
+// success (options.sync does not apply); options.dry_run plans on the unnamed file and
+// creates nothing.
 status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
                      const preallocate_options& options = {}, preallocate_report* report = nullptr);
 

@@ -582,6 +582,13 @@ status runner::run() {
     if ((acc & O_ACCMODE) == O_RDONLY && !opt_.dry_run) {
         return make_error_msg(EBADF, fmt::format("zero {}: not open for writing", path_));
     }
+    if ((acc & O_APPEND) != 0 && !opt_.dry_run) {
+        // Linux appends every pwrite on an O_APPEND description at the end of the file,
+        // whatever the offset: the zeroes would land outside the range.
+        return make_error_msg(EINVAL, fmt::format("zero {} [offset {}, length {}]: the descriptor is open with "
+                                                  "O_APPEND, where positioned writes append",
+                                                  path_, offset_, length_));
+    }
     auto caps = stat(fd_, path_);
     if (!caps) {
         return caps.error();
@@ -605,7 +612,7 @@ status runner::run() {
     } else {
         e = run_file(*caps);
     }
-    if (e.ok() && !opt_.dry_run) {
+    if (e.ok() && !opt_.dry_run && opt_.sync) {
         // Durable before it is reported: fdatasync sends the device flush when the kernel
         // thinks the cache is write-back; passthrough writes bypass the filesystem, so when
         // the device's cache is really write-back they get an NVMe Flush of their own.
@@ -625,9 +632,11 @@ status runner::run() {
         } else {
             rep_.flushed = caps->cache.effective == cache_mode::write_back;
         }
-        if (e.ok()) {
-            e = verify(*caps);
-        }
+    } else if (e.ok() && !opt_.dry_run) {
+        decide("sync: left to the caller (no fdatasync, no device flush): the zeroes are written, not yet durable");
+    }
+    if (e.ok() && !opt_.dry_run) {
+        e = verify(*caps);
     }
     if (!e.ok() && !opt_.dry_run && file_kind_of(*caps) == file_kind::regular) {
         cut_back(caps->size_bytes);

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: MIT
+// The database file lifecycle on top of preallocate(): create a file that appears only
+// complete (create_zeroed), grow one (extend), recycle a range in place (rezero), zero a range
+// (zero_range). What databases do by hand today, and what each step here replaces:
+// PostgreSQL's XLogFileInitInternal (zeroes into xlogtemp.PID, fsync, durable rename,
+// directory fsync), RocksDB's fallocate(KEEP_SIZE) (unwritten extents) and WAL recycling.
+
+#include "probe/file_kind.hpp"
+#include "util/errors.hpp"
+#include "util/reopen.hpp"
+#include "util/unique_fd.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE (glibc 2.28)
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace wz {
+
+namespace {
+
+// The name a descriptor has now, for messages only (never opened again by it).
+std::string name_of(int fd) {
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(self_fd_path(fd).c_str(), buf, sizeof(buf) - 1);
+    if (n <= 0) {
+        return fmt::format("descriptor {}", fd);
+    }
+    return std::string(buf, static_cast<std::size_t>(n));
+}
+
+status finish(result<preallocate_report>&& r, const preallocate_report& partial, preallocate_report* report) {
+    if (report != nullptr) {
+        *report = r ? *r : partial;
+    }
+    if (!r) {
+        return std::move(r).error();
+    }
+    return {};
+}
+
+// A descriptor the lifecycle calls may write through: open for writing, without O_APPEND
+// (preallocate() checks this again; here it is checked before extend/rezero look at sizes).
+status check_writable(int fd, const std::string& what) {
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0) {
+        return make_error_msg(errno, fmt::format("{}: fcntl: {}", what, errno_text(errno)));
+    }
+    if ((fl & O_ACCMODE) == O_RDONLY) {
+        return make_error_msg(EBADF, fmt::format("{}: not open for writing", what));
+    }
+    if ((fl & O_APPEND) != 0) {
+        return make_error_msg(EINVAL, fmt::format("{}: the descriptor is open with O_APPEND, where positioned "
+                                                  "writes append",
+                                                  what));
+    }
+    return {};
+}
+
+// A one-component name: what create_zeroed links into its directory.
+status check_name(const std::string& name, const std::string& dir) {
+    const char* why = nullptr;
+    if (name.empty()) {
+        why = "the name is empty";
+    } else if (name == "." || name == "..") {
+        why = "the name is . or ..";
+    } else if (name.find('/') != std::string::npos) {
+        why = "the name contains '/' (one path component, relative to the directory descriptor)";
+    } else if (name.find('\0') != std::string::npos) {
+        why = "the name contains a NUL byte";
+    } else if (name.size() > NAME_MAX) {
+        return make_error_msg(ENAMETOOLONG, fmt::format("create {}/{}: the name is longer than {} bytes", dir,
+                                                        name.substr(0, 32) + "...", NAME_MAX));
+    }
+    if (why != nullptr) {
+        return make_error_msg(EINVAL, fmt::format("create in {}: \"{}\": {}", dir, name, why));
+    }
+    return {};
+}
+
+// ".NAME.wz-tmp.XXXXXX": hidden (a leading dot), and named so that a database's own scan for
+// its files (segment numbers, table names) never picks it up.
+std::string temporary_name(const std::string& name, std::mt19937_64& rng) {
+    static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::string suffix(6, 'x');
+    for (char& c : suffix) {
+        c = alphabet[rng() % (sizeof(alphabet) - 1)];
+    }
+    std::string t = "." + name + ".wz-tmp." + suffix;
+    if (t.size() > NAME_MAX) {
+        t = ".wz-tmp." + suffix + suffix;
+    }
+    return t;
+}
+
+// Where the file is being built before it gets its name.
+struct temporary {
+    unique_fd fd;
+    int dir = -1;
+    std::string name;  // empty: O_TMPFILE (nameless; gone when closed)
+
+    temporary() = default;
+    temporary(const temporary&) = delete;
+    temporary& operator=(const temporary&) = delete;
+    ~temporary() {
+        if (!name.empty()) {
+            (void)::unlinkat(dir, name.c_str(), 0);  // wz: ignored-error (best effort on a failure path)
+        }
+    }
+};
+
+// 0, or -errno. Never replaces NAME.
+int rename_noreplace(int dir, const std::string& from, const std::string& to) {
+    if (::renameat2(dir, from.c_str(), dir, to.c_str(), RENAME_NOREPLACE) == 0) {
+        return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS) {
+        return -errno;
+    }
+    // No RENAME_NOREPLACE on this filesystem: link (which never replaces) and unlink.
+    if (::linkat(dir, from.c_str(), dir, to.c_str(), 0) != 0) {
+        return -errno;
+    }
+    (void)::unlinkat(dir, from.c_str(), 0);  // wz: ignored-error (a second name left is only a leftover temporary)
+    return 0;
+}
+
+}  // namespace
+
+status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+                  preallocate_report* report) {
+    preallocate_report partial;
+    auto r = preallocate(fd, name_of(fd), offset, length, options, &partial);
+    return finish(std::move(r), partial, report);
+}
+
+status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
+    const std::string path = name_of(fd);
+    const std::string what = fmt::format("extend {} to {} bytes", path, new_size);
+    struct ::stat st {};
+    if (::fstat(fd, &st) != 0) {
+        return make_error_msg(errno, fmt::format("{}: fstat: {}", what, errno_text(errno)));
+    }
+    if (file_kind_of(st.st_mode) != file_kind::regular) {
+        return make_error_msg(EINVAL, fmt::format("{}: {}, not a regular file", what,
+                                                  describe(file_kind_of(st.st_mode))));
+    }
+    if (auto s = check_writable(fd, what); !s.ok()) {
+        return s;
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (new_size < size) {
+        return make_error_msg(EINVAL, fmt::format("{}: the file is already {} bytes; extend never truncates",
+                                                  what, size));
+    }
+    if (new_size == size) {
+        // Nothing to add; still durable on return, as the caller asked.
+        if (options.sync && !options.dry_run && ::fdatasync(fd) != 0) {
+            return make_error("fdatasync", path, errno);
+        }
+        if (report != nullptr) {
+            *report = preallocate_report{};
+            report->path = path;
+            report->offset = size;
+            report->decisions.push_back(fmt::format("extend: the file is already {} bytes: nothing to zero", size));
+        }
+        return {};
+    }
+    return zero_range(fd, size, new_size - size, options, report);
+}
+
+status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+              preallocate_report* report) {
+    const std::string path = name_of(fd);
+    const std::string what = fmt::format("rezero {} [offset {}, length {}]", path, offset, length);
+    struct ::stat st {};
+    if (::fstat(fd, &st) != 0) {
+        return make_error_msg(errno, fmt::format("{}: fstat: {}", what, errno_text(errno)));
+    }
+    const file_kind kind = file_kind_of(st.st_mode);
+    if (kind != file_kind::regular && kind != file_kind::block) {
+        return make_error_msg(EINVAL, fmt::format("{}: {}, not a regular file or block device", what,
+                                                  describe(kind)));
+    }
+    if (auto s = check_writable(fd, what); !s.ok()) {
+        return s;
+    }
+    if (length == 0) {
+        return make_error_msg(EINVAL, fmt::format("{}: length must be greater than zero", what));
+    }
+    preallocate_options o = options;
+    if (kind == file_kind::regular) {
+        const auto size = static_cast<std::uint64_t>(st.st_size);
+        if (offset > size || length > size - offset) {
+            return make_error_msg(EINVAL, fmt::format("{}: past the end of the file ({} bytes); recycling never "
+                                                      "grows a file",
+                                                      what, size));
+        }
+        // The kernel's FALLOC_FL_WRITE_ZEROES may convert the extents it zeroes (unwritten, then
+        // written again): exactly the metadata work recycling is meant to avoid. NVMe Write
+        // Zeroes at the extents' own addresses where in-place zeroing is allowed, data writes
+        // over the written extents otherwise.
+        if (o.method == method_request::kernel) {
+            return make_error_msg(EINVAL, fmt::format("{}: method kernel is not used to recycle file ranges: "
+                                                      "FALLOC_FL_WRITE_ZEROES may reallocate the extents",
+                                                      what));
+        }
+        if (o.method == method_request::automatic) {
+            o.method = method_request::nvme;  // falling back (o.fallback) to data writes
+        }
+    }
+    preallocate_report partial;
+    auto r = preallocate(fd, path, offset, length, o, &partial);
+    preallocate_report& rep = r ? *r : partial;
+    if (kind == file_kind::regular) {
+        rep.decisions.insert(rep.decisions.begin(),
+                             "rezero: in place (NVMe Write Zeroes at the extents' addresses where allowed, data "
+                             "writes otherwise), never FALLOC_FL_WRITE_ZEROES");
+    }
+    return finish(std::move(r), partial, report);
+}
+
+status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+                     const preallocate_options& options, preallocate_report* report) {
+    unique_fd dir(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) {
+        const int err = errno;
+        return make_error_msg(err, fmt::format("create {}: open the directory (descriptor {}): {}", name,
+                                               dirfd == AT_FDCWD ? std::string("AT_FDCWD") : std::to_string(dirfd),
+                                               errno_text(err)));
+    }
+    const std::string dir_path = name_of(dir.get());
+    if (auto s = check_name(name, dir_path); !s.ok()) {
+        return s;
+    }
+    const std::string path = dir_path + "/" + name;
+    if (size > static_cast<std::uint64_t>(INT64_MAX)) {
+        return make_error_msg(EFBIG, fmt::format("create {}: size {} is larger than a file can be", path, size));
+    }
+    struct ::stat st {};
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        return make_error_msg(EEXIST, fmt::format("create {}: the file exists; create_zeroed never replaces a file",
+                                                  path));
+    }
+    if (errno != ENOENT) {
+        return make_error_msg(errno, fmt::format("create {}: fstatat: {}", path, errno_text(errno)));
+    }
+
+    // The file is built where no one looks for it: nameless where the filesystem has O_TMPFILE
+    // (Linux 3.11; ext4, xfs, btrfs, tmpfs), else under a hidden temporary name.
+    temporary tmp;
+    tmp.dir = dir.get();
+    std::string how;
+    tmp.fd.reset(::openat(dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode));
+    if (tmp.fd) {
+        how = "an unnamed file (O_TMPFILE), linked to its name (linkat) once complete";
+    } else if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+        std::mt19937_64 rng(std::random_device{}());
+        for (int attempt = 0; attempt < 100 && !tmp.fd; ++attempt) {
+            const std::string t = temporary_name(name, rng);
+            tmp.fd.reset(::openat(dir.get(), t.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode));
+            if (tmp.fd) {
+                tmp.name = t;
+            } else if (errno != EEXIST) {
+                return make_error_msg(errno, fmt::format("create {}: create the temporary {}/{}: {}", path,
+                                                         dir_path, t, errno_text(errno)));
+            }
+        }
+        if (!tmp.fd) {
+            return make_error_msg(EEXIST, fmt::format("create {}: no free temporary name after 100 tries", path));
+        }
+        how = fmt::format("the temporary {} (no O_TMPFILE here), renamed to its name (renameat2 RENAME_NOREPLACE) "
+                          "once complete",
+                          tmp.name);
+    } else {
+        return make_error_msg(errno, fmt::format("create {}: open an unnamed file in {}: {}", path, dir_path,
+                                                 errno_text(errno)));
+    }
+
+    preallocate_report rep;
+    if (size > 0) {
+        preallocate_options o = options;
+        o.sync = true;  // the name must never point at data that is not durable
+        auto r = preallocate(tmp.fd.get(), path, 0, size, o, &rep);
+        if (r) {
+            rep = std::move(*r);
+        }
+        rep.decisions.insert(rep.decisions.begin(), "create: " + how);
+        if (!r) {
+            if (report != nullptr) {
+                *report = std::move(rep);
+            }
+            return std::move(r).error();
+        }
+    } else {
+        rep.path = path;
+        rep.decisions.push_back("create: " + how + "; size 0: nothing to zero");
+    }
+    if (options.dry_run) {
+        if (report != nullptr) {
+            *report = std::move(rep);
+        }
+        return {};
+    }
+    // fdatasync (in preallocate) made the data and the size durable; fsync also the inode's
+    // other metadata (mode, owner) before a name points at it.
+    if (::fsync(tmp.fd.get()) != 0) {
+        return make_error("fsync", path, errno);
+    }
+    if (tmp.name.empty()) {
+        if (::linkat(AT_FDCWD, self_fd_path(tmp.fd.get()).c_str(), dir.get(), name.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+            const int err = errno;
+            return make_error_msg(err, fmt::format("create {}: linkat: {}{}", path, errno_text(err),
+                                                   err == EEXIST ? " (created by someone else meanwhile: left "
+                                                                   "as it is)"
+                                                                 : ""));
+        }
+    } else {
+        if (const int rc = rename_noreplace(dir.get(), tmp.name, name); rc < 0) {
+            const int err = -rc;
+            return make_error_msg(err, fmt::format("create {}: rename {} to it: {}{}", path, tmp.name,
+                                                   errno_text(err),
+                                                   err == EEXIST ? " (created by someone else meanwhile: left "
+                                                                   "as it is)"
+                                                                 : ""));
+        }
+        tmp.name.clear();  // it has its final name now
+    }
+    if (::fsync(dir.get()) != 0) {
+        // The name may not survive a crash: take it back rather than report a file that may
+        // vanish. The data is durable, but a database must not count on the name.
+        const int err = errno;
+        const bool removed = ::unlinkat(dir.get(), name.c_str(), 0) == 0;
+        (void)::fsync(dir.get());  // wz: ignored-error (best effort after a failed fsync)
+        return make_error_msg(err, fmt::format("create {}: fsync the directory {}: {}; {}", path, dir_path,
+                                               errno_text(err),
+                                               removed ? "the name was removed again" : "the name could not be "
+                                                                                        "removed"));
+    }
+    rep.decisions.push_back(fmt::format("create: {} linked and the directory {} fsync'ed", name, dir_path));
+    if (report != nullptr) {
+        *report = std::move(rep);
+    }
+    return {};
+}
+
+}  // namespace wz
