@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -114,6 +115,15 @@ static void expect_unchanged(const char *path, const struct snapshot *before, co
               after.mtime.tv_sec == before->mtime.tv_sec && after.mtime.tv_nsec == before->mtime.tv_nsec &&
               after.dir_hash == before->dir_hash && after.dir_entries == before->dir_entries,
           msg);
+}
+
+/* Nothing arrived at the other end of a pipe or socket the library was handed. */
+static int nothing_to_read(int fd) {
+    struct pollfd p;
+    p.fd = fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    return poll(&p, 1, 0) == 0;
 }
 
 /* RC is -ERRNUM and the thread's message is non-empty and contains NEEDLE. */
@@ -518,6 +528,7 @@ static void test_writer(void) {
         expect_open_fd_fails(pipefd[1], NULL, EINVAL, "a FIFO", "wz_writer_open_fd on a pipe");
         expect_open_fd_fails(sv[0], NULL, EINVAL, "a socket", "wz_writer_open_fd on a socket");
         expect_open_fd_fails(-1, NULL, EBADF, "-1", "wz_writer_open_fd on fd -1");
+        check(nothing_to_read(pipefd[0]) && nothing_to_read(sv[1]), "wz_writer_open_fd: nothing into the pipe or socket");
         close(ro);
         close(ap);
         close(dir);
@@ -682,6 +693,8 @@ static void expect_bad_fds(range_fn fn, const char *file, const char *name, int 
     expect_range_fails(fn, sv[0], NULL, 0, 65536, NULL, EINVAL, "socket", what);
     snprintf(what, sizeof what, "%s on fd -1", name);
     expect_range_fails(fn, -1, NULL, 0, 65536, NULL, EBADF, "descriptor -1", what);
+    snprintf(what, sizeof what, "%s: nothing written into the pipe or the socket", name);
+    check(nothing_to_read(pipefd[0]) && nothing_to_read(sv[1]), what);
     close(ro);
     close(ap);
     close(dir);
