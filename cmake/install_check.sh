@@ -23,7 +23,8 @@ mkdir "$prefix/scratch-pc" "$prefix/scratch-cmake"
 cc -std=c99 -Wall -Werror "$src/lib/capi/capi_test.c" $(pkg-config --cflags --libs wzero) -o "$prefix/capi_pc"
 "$prefix/capi_pc" "$src/CMakeLists.txt"
 # shellcheck disable=SC2046
-cc -std=c99 -Wall -Werror "$src/lib/capi/capi_abi_test.c" $(pkg-config --cflags --libs wzero) -o "$prefix/capi_abi_pc"
+cc -std=c99 -Wall -Werror -pthread "$src/lib/capi/capi_abi_test.c" $(pkg-config --cflags --libs wzero) \
+  -o "$prefix/capi_abi_pc"
 "$prefix/capi_abi_pc" "$prefix/scratch-pc"
 # shellcheck disable=SC2046
 c++ -std=c++17 -Wall -Wextra -Werror "$src/cmake/install_consumer.cpp" $(pkg-config --cflags --libs wzero) \

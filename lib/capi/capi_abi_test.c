@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -898,6 +899,32 @@ static void test_zeroing_fd(void) {
     unlink(file);
 }
 
+/* wz_last_error() is per thread: a failure on another thread does not change this one's. */
+static void *fail_on_thread(void *arg) {
+    static char seen[512];
+    struct wz_caps caps;
+    caps.size = sizeof caps;
+    (void)wz_stat((const char *)arg, &caps);
+    snprintf(seen, sizeof seen, "%s", wz_last_error());
+    return seen;
+}
+
+static void test_last_error_per_thread(void) {
+    char mine[PATH_MAX];
+    char theirs[PATH_MAX];
+    struct wz_caps caps;
+    pthread_t t;
+    void *seen = NULL;
+    path_in(mine, "missing-on-main-thread");
+    path_in(theirs, "missing-on-other-thread");
+    caps.size = sizeof caps;
+    check(wz_stat(mine, &caps) == -ENOENT, "wz_stat of a missing path on the main thread");
+    check(pthread_create(&t, NULL, fail_on_thread, theirs) == 0 && pthread_join(t, &seen) == 0, "thread ran");
+    check(seen != NULL && strstr((const char *)seen, "missing-on-other-thread") != NULL,
+          "the other thread sees its own message");
+    check(strstr(wz_last_error(), "missing-on-main-thread") != NULL, "this thread's message is unchanged");
+}
+
 static void remove_scratch_files(void) {
     static const char *const names[] = {"seg1", "seg2", "seg-cwd", "seg-empty"};
     char p[PATH_MAX];
@@ -928,6 +955,7 @@ int main(int argc, char **argv) {
     check(wz_last_error() != NULL && wz_last_error()[0] == '\0', "wz_last_error is \"\" before any failure");
     umask(022);
     test_stat();
+    test_last_error_per_thread();
     test_writer();
     test_create_zeroed();
     test_zeroing_fd();
