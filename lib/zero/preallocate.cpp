@@ -603,6 +603,7 @@ status runner::run() {
     for (auto m : all_zero_methods) {
         rep_.bytes_by_method[m] = 0;
     }
+    rep_.copy_on_write = file_kind_of(*caps) == file_kind::regular && caps->fs && caps->fs->cow;
     const plan::queue_choice qd = plan::choose_queue_depth(*caps, opt_.queue_depth);
     queue_depth_ = qd.depth;
     decide(qd.reason);
