@@ -42,62 +42,67 @@ int fail(const error_info& err) noexcept {
     return fail(code > 0 ? code : EIO, err.message);
 }
 
-int copy_struct_in(void* dst, std::size_t known_size, const void* src, std::size_t first_version_size,
-                   const char* operation, const char* struct_name) noexcept {
-    std::memset(dst, 0, known_size);
-    if (src == nullptr) {
-        return 0;  // NULL options: the defaults, which are all-zero
-    }
+namespace {
+
+// The rule every extensible struct follows, input or output: the caller's size is at least
+// the first version's (EINVAL), and bytes past what this library knows are zero (E2BIG), as
+// the kernel's copy_struct_from_user() has it. A struct declared with an initializer
+// ({ .size = sizeof c }) meets it in every version.
+int check_size(const void* user, std::size_t known_size, std::size_t first_version_size, const char* operation,
+               const char* struct_name, std::uint32_t* size_out) noexcept {
     // Every extensible struct starts with `uint32_t size`.
     std::uint32_t user_size = 0;
-    std::memcpy(&user_size, src, sizeof user_size);
-    if (user_size < first_version_size) {
-        set_last_error(std::string(operation) + ": struct " + struct_name + " size " + std::to_string(user_size) +
-                       " is smaller than its first version (" + std::to_string(first_version_size) + " bytes)");
-        return -EINVAL;
-    }
-    const auto* bytes = static_cast<const unsigned char*>(src);
-    if (user_size > known_size) {
-        // A newer header's fields this library does not know: harmless only when unset.
-        const bool tail_zero = std::all_of(bytes + known_size, bytes + user_size, [](unsigned char b) { return b == 0; });
-        if (!tail_zero) {
-            set_last_error(std::string(operation) + ": struct " + struct_name + " size " + std::to_string(user_size) +
-                           " sets fields past the " + std::to_string(known_size) +
-                           " bytes this library knows (built against a newer header?)");
-            return -E2BIG;
-        }
-    }
-    std::memcpy(dst, src, std::min<std::size_t>(user_size, known_size));
-    return 0;
-}
-
-int check_struct_out(const void* dst, std::size_t first_version_size, const char* operation,
-                     const char* struct_name, std::uint32_t* size_out) noexcept {
-    if (dst == nullptr) {
-        set_last_error(std::string(operation) + ": struct " + struct_name + " pointer is NULL");
-        return -EINVAL;
-    }
-    std::uint32_t user_size = 0;
-    std::memcpy(&user_size, dst, sizeof user_size);
+    std::memcpy(&user_size, user, sizeof user_size);
     if (user_size < first_version_size) {
         set_last_error(std::string(operation) + ": struct " + struct_name + " size " + std::to_string(user_size) +
                        " is smaller than its first version (" + std::to_string(first_version_size) +
                        " bytes): set it to sizeof(struct " + struct_name + ")");
         return -EINVAL;
     }
+    if (user_size > known_size) {
+        // A newer header's fields this library does not know: harmless only when unset.
+        const auto* bytes = static_cast<const unsigned char*>(user);
+        if (!std::all_of(bytes + known_size, bytes + user_size, [](unsigned char b) { return b == 0; })) {
+            set_last_error(std::string(operation) + ": struct " + struct_name + " size " + std::to_string(user_size) +
+                           " has non-zero bytes past the " + std::to_string(known_size) +
+                           " this library knows (built against a newer header?)");
+            return -E2BIG;
+        }
+    }
     *size_out = user_size;
     return 0;
 }
 
-void fill_struct_out(void* dst, std::uint32_t caller_size, const void* src, std::size_t known_size) noexcept {
-    auto* bytes = static_cast<unsigned char*>(dst);
-    const std::size_t n = std::min<std::size_t>(caller_size, known_size);
-    // The size member stays what the caller set.
-    std::memcpy(bytes + sizeof(std::uint32_t), static_cast<const unsigned char*>(src) + sizeof(std::uint32_t),
-                n - sizeof(std::uint32_t));
-    if (caller_size > known_size) {
-        std::memset(bytes + known_size, 0, caller_size - known_size);
+}  // namespace
+
+int copy_struct_in(void* dst, std::size_t known_size, const void* src, std::size_t first_version_size,
+                   const char* operation, const char* struct_name) noexcept {
+    std::memset(dst, 0, known_size);
+    if (src == nullptr) {
+        return 0;  // NULL options: the defaults, which are all-zero
     }
+    std::uint32_t user_size = 0;
+    if (const int rc = check_size(src, known_size, first_version_size, operation, struct_name, &user_size); rc < 0) {
+        return rc;
+    }
+    std::memcpy(dst, src, std::min<std::size_t>(user_size, known_size));
+    return 0;
+}
+
+int check_struct_out(const void* dst, std::size_t known_size, std::size_t first_version_size, const char* operation,
+                     const char* struct_name, std::uint32_t* size_out) noexcept {
+    if (dst == nullptr) {
+        set_last_error(std::string(operation) + ": struct " + struct_name + " pointer is NULL");
+        return -EINVAL;
+    }
+    return check_size(dst, known_size, first_version_size, operation, struct_name, size_out);
+}
+
+void fill_struct_out(void* dst, std::uint32_t caller_size, const void* src, std::size_t known_size) noexcept {
+    // The size member stays what the caller set; bytes past known_size were checked zero.
+    const std::size_t n = std::min<std::size_t>(caller_size, known_size);
+    std::memcpy(static_cast<unsigned char*>(dst) + sizeof(std::uint32_t),
+                static_cast<const unsigned char*>(src) + sizeof(std::uint32_t), n - sizeof(std::uint32_t));
 }
 
 std::string path_of_fd(int fd) {

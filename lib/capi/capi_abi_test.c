@@ -211,8 +211,14 @@ static void test_stat(void) {
     struct snapshot snap;
     int rc;
     int i;
-    unsigned char big[sizeof(struct wz_caps) + 16];
-    struct wz_caps *bigcaps = (struct wz_caps *)(void *)big;
+    /* A union keeps the larger buffer aligned for struct wz_caps. */
+    union {
+        struct wz_caps caps;
+        unsigned char bytes[sizeof(struct wz_caps) + 16];
+    } larger;
+    unsigned char *big = larger.bytes;
+    const size_t big_size = sizeof larger.bytes;
+    struct wz_caps *bigcaps = &larger.caps;
 
     path_in(file, "stat-file");
     check(make_file(file, 3 * MIB, 0x5a) == 0, "create the stat file");
@@ -246,15 +252,15 @@ static void test_stat(void) {
     check(caps.reserved == 0 && caps.reserved2 == 0, "wz_stat: reserved fields are 0");
     check(caps.lba_bytes != 0 || (caps.npdg_bytes == 0 && caps.npda_bytes == 0), "wz_stat: NPDG/NPDA only on NVMe");
 
-    /* A caller built against a newer, larger struct: the library fills what it knows and
-     * zeroes the rest, so the newer fields read 0 rather than stack garbage. */
-    memset(big, 0xee, sizeof big);
-    bigcaps->size = sizeof big;
+    /* A caller built against a newer, larger struct, its new fields zero (as an initializer
+     * leaves them): the library fills what it knows and leaves the rest as it was. */
+    memset(big, 0, big_size);
+    bigcaps->size = big_size;
     rc = wz_stat(file, bigcaps);
-    check(rc == 0, "wz_stat with a larger struct succeeds");
-    check(bigcaps->size == sizeof big && bigcaps->size_bytes == 3 * MIB, "wz_stat with a larger struct fills it");
-    for (i = (int)sizeof(struct wz_caps); i < (int)sizeof big; i++) {
-        check(big[i] == 0, "wz_stat zeroes the bytes past what it knows");
+    check(rc == 0, "wz_stat with a larger zero-tailed struct succeeds");
+    check(bigcaps->size == big_size && bigcaps->size_bytes == 3 * MIB, "wz_stat with a larger struct fills it");
+    for (i = (int)sizeof(struct wz_caps); i < (int)big_size; i++) {
+        check(big[i] == 0, "wz_stat leaves the bytes past what it knows zero");
     }
 
     /* Bad input. */
@@ -275,6 +281,13 @@ static void test_stat(void) {
     rc = wz_stat(file, &caps);
     expect_error(rc, EINVAL, file, "wz_stat with caps.size 0");
     caps.size = sizeof caps;
+    memset(big, 0, big_size);
+    bigcaps->size = big_size;
+    big[big_size - 3] = 0xee;
+    reset_error();
+    rc = wz_stat(file, bigcaps);
+    expect_error(rc, E2BIG, file, "wz_stat with a larger struct whose tail is not zero");
+    check(big[big_size - 3] == 0xee && bigcaps->size_bytes == 0, "wz_stat refused: the struct is not filled");
     {
         char missing[PATH_MAX];
         path_in(missing, "no-such-file");
@@ -591,6 +604,20 @@ static void test_writer(void) {
         expect_error(wz_writer_stats(w, &st), EINVAL, "wz_writer_counters", "wz_writer_stats with a too-small size");
         reset_error();
         expect_error(wz_writer_stats(w, NULL), EINVAL, file, "wz_writer_stats(NULL stats)");
+        {
+            union {
+                struct wz_writer_counters c;
+                unsigned char bytes[sizeof(struct wz_writer_counters) + 8];
+            } larger;
+            memset(&larger, 0, sizeof larger);
+            larger.c.size = sizeof larger.bytes;
+            check(wz_writer_stats(w, &larger.c) == 0 && larger.c.writes == 0,
+                  "wz_writer_stats with a larger zero-tailed struct");
+            larger.bytes[sizeof larger.bytes - 1] = 1;
+            reset_error();
+            expect_error(wz_writer_stats(w, &larger.c), E2BIG, "wz_writer_counters",
+                         "wz_writer_stats with a larger struct whose tail is not zero");
+        }
         check(wz_writer_in_flight(w) == 0, "nothing queued by the refused calls");
         (void)done;
         check(wz_writer_close(w) == 0, "wz_writer_close after refused calls");

@@ -30,7 +30,7 @@ int fail(int errnum, const std::string& message) noexcept;
 // The negative errno for a C++ error (EIO when the library gave no code), its message kept.
 int fail(const error_info& err) noexcept;
 
-// An option struct the caller passes in: NULL means the defaults (all-zero, with size set);
+// An option struct the caller passes in: NULL means the defaults (all-zero);
 // a size below the first version's is EINVAL; bytes past what this library knows must be
 // zero (E2BIG otherwise), as the kernel's copy_struct_from_user() does. FIRST_VERSION_SIZE is
 // the size of the struct as the first header that had it declared it. Returns 0 or -errno
@@ -45,11 +45,11 @@ int copy_struct_in(T& dst, const T* src, std::size_t first_version_size, const c
     return copy_struct_in(&dst, sizeof(T), src, first_version_size, operation, struct_name);
 }
 
-// A result struct the caller passes out: its size is read from the caller's struct (EINVAL
-// below the first version's size); this library fills what it knows and zeroes the caller's
-// bytes past that (the kernel's copy_struct_to_user()), so a newer caller never reads garbage.
-// SIZE_OUT receives the caller's size. Returns 0 or -errno.
-int check_struct_out(const void* dst, std::size_t first_version_size, const char* operation,
+// A result struct the caller passes out: the same size rule as copy_struct_in (EINVAL below
+// the first version's size, E2BIG for non-zero bytes past what this library knows), and NULL
+// is EINVAL. SIZE_OUT receives the caller's size for fill_struct_out(), which fills what this
+// library knows and leaves the caller's size member as it was. Returns 0 or -errno.
+int check_struct_out(const void* dst, std::size_t known_size, std::size_t first_version_size, const char* operation,
                      const char* struct_name, std::uint32_t* size_out) noexcept;
 void fill_struct_out(void* dst, std::uint32_t caller_size, const void* src, std::size_t known_size) noexcept;
 

@@ -74,7 +74,7 @@ extern "C" int wz_stat(const char* path, struct wz_caps* caps) {
         if (path == nullptr) {
             return wz::capi::fail(EINVAL, "wz_stat: path is NULL");
         }
-        if (const int rc = wz::capi::check_struct_out(caps, caps_first_size, (std::string("wz_stat ") + path).c_str(),
+        if (const int rc = wz::capi::check_struct_out(caps, sizeof(wz_caps), caps_first_size, (std::string("wz_stat ") + path).c_str(),
                                                        "wz_caps", &caller_size);
             rc < 0) {
             return rc;

@@ -262,7 +262,7 @@ int wz_writer_stats(const struct wz_writer* w, struct wz_writer_counters* stats)
             return null_handle("wz_writer_stats");
         }
         std::uint32_t caller_size = 0;
-        if (const int rc = wz::capi::check_struct_out(stats, counters_first_size, ("wz_writer_stats " + w->path).c_str(),
+        if (const int rc = wz::capi::check_struct_out(stats, sizeof(wz_writer_counters), counters_first_size, ("wz_writer_stats " + w->path).c_str(),
                                                        "wz_writer_counters", &caller_size);
             rc < 0) {
             return rc;
