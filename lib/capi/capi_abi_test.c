@@ -594,6 +594,10 @@ static void test_writer(void) {
         expect_error(wz_writer_pwrite(w, buf, align, UINT64_MAX - align + 1), ERANGE, file,
                      "wz_writer_pwrite offset+length overflow");
         reset_error();
+        expect_error(wz_writer_pwrite(w, NULL, align, 0), EINVAL, file, "wz_writer_pwrite(NULL buffer)");
+        reset_error();
+        expect_error(wz_writer_submit(w, NULL, align, 0, 8), EINVAL, file, "wz_writer_submit(NULL buffer)");
+        reset_error();
         expect_error(wz_writer_pwritev(w, NULL, 2, 0), EINVAL, file, "wz_writer_pwritev(NULL iov)");
         reset_error();
         expect_error(wz_writer_submit(w, buf, 0, 0, 7), EINVAL, file, "wz_writer_submit of length 0");

@@ -324,6 +324,12 @@ status writer::impl::check_write(const void* buf, std::size_t len, std::uint64_t
         return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length 0]: the length must be non-zero",
                                                   path, off));
     }
+    // NULL is "aligned" to anything: without this a synchronous write fails late with EFAULT
+    // and a queued one is accepted, and fails only when complete() hands it back.
+    if (buf == nullptr) {
+        return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: the buffer is NULL", path, off,
+                                                  len));
+    }
     if (reinterpret_cast<std::uintptr_t>(buf) % mem_align != 0 || off % offset_align != 0 ||
         len % offset_align != 0) {
         return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: not aligned for O_DIRECT "
