@@ -377,6 +377,13 @@ static void test_writer_io(const char *file, struct wz_writer *w) {
           "wz_writer_stats counts 10 writes (pwritev is one) of 11 blocks");
     check(st.reserved == 0 && st.p50_us > 0 && st.p99_us >= st.p50_us, "wz_writer_stats latencies");
     check(wz_writer_refresh(w) == 0, "wz_writer_refresh");
+    /* Not while asynchronous writes are in flight (wz_writer_refresh(3)): the mode they were
+     * queued under must hold until they are handed back. */
+    memset(buf, 0xc3, align);
+    check(wz_writer_submit(w, buf, align, 16 * (uint64_t)align, 200) == 0, "wz_writer_submit before refresh");
+    reset_error();
+    expect_error(wz_writer_refresh(w), EBUSY, file, "wz_writer_refresh with a write in flight");
+    check(wz_writer_complete(w, done, 8, 1) == 1 && done[0].user_data == 200, "the write is handed back");
     free(buf);
 }
 
@@ -834,6 +841,9 @@ static void test_create_zeroed(void) {
     expect_error(wz_create_zeroed(dirfd, "..", MIB, 0644, NULL), EINVAL, "\"..\"", "wz_create_zeroed(\"..\")");
     reset_error();
     expect_error(wz_create_zeroed(dirfd, "", MIB, 0644, NULL), EINVAL, "empty", "wz_create_zeroed(\"\")");
+    reset_error();
+    expect_error(wz_create_zeroed(dirfd, "seg-huge", UINT64_MAX, 0644, NULL), EFBIG, "seg-huge",
+                 "wz_create_zeroed larger than a file can be");
     reset_error();
     expect_error(wz_create_zeroed(-1, "seg-badfd", MIB, 0644, NULL), EBADF, "seg-badfd", "wz_create_zeroed on dirfd -1");
     filefd = open(seg, O_RDONLY | O_CLOEXEC);
