@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Installs the build into a temporary prefix and checks it as an outside program sees it:
 # - the exported symbols of the installed libwzero.so are exactly lib/libwzero.map's names;
-# - a C99 consumer (lib/capi/capi_test.c) and a C++17 consumer (cmake/install_consumer.cpp,
+# - C99 consumers (lib/capi/capi_test.c, and capi_abi_test.c, which calls every C function) and a C++17 consumer (cmake/install_consumer.cpp,
 #   which calls every public C++ function) build and run, each twice: with pkg-config
 #   (wzero.pc) and with CMake's find_package(wzero).
 # Run by ctest as install.consumers.
@@ -22,6 +22,10 @@ mkdir "$prefix/scratch-pc" "$prefix/scratch-cmake"
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose
 cc -std=c99 -Wall -Werror "$src/lib/capi/capi_test.c" $(pkg-config --cflags --libs wzero) -o "$prefix/capi_pc"
 "$prefix/capi_pc" "$src/CMakeLists.txt"
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Werror -pthread "$src/lib/capi/capi_abi_test.c" $(pkg-config --cflags --libs wzero) \
+  -o "$prefix/capi_abi_pc"
+"$prefix/capi_abi_pc" "$prefix/scratch-pc"
 # shellcheck disable=SC2046
 c++ -std=c++17 -Wall -Wextra -Werror "$src/cmake/install_consumer.cpp" $(pkg-config --cflags --libs wzero) \
   -o "$prefix/cxx_pc"

@@ -7,6 +7,7 @@
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -120,6 +121,38 @@ void check_writer(const std::string& file) {
     std::free(buf);
 }
 
+// The database file lifecycle: create, grow, recycle, zero a range.
+void check_lifecycle(const std::string& dir) {
+    constexpr std::uint64_t mib = 1 << 20;
+    const int dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    check(dirfd >= 0, "open " + dir);
+    if (dirfd < 0) {
+        return;
+    }
+    wz::preallocate_report rep;
+    const wz::status created = wz::create_zeroed(dirfd, "segment", mib, 0644, {}, &rep);
+    check(created.ok(), "create_zeroed" + (created.ok() ? std::string() : ": " + created.error().message));
+    check(wz::create_zeroed(dirfd, "segment", mib, 0644).code() == std::errc::file_exists,
+          "create_zeroed never replaces a file");
+    const std::string path = dir + "/segment";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    check(fd >= 0, "open " + path);
+    if (fd >= 0) {
+        check(wz::extend(fd, 2 * mib).ok(), "extend");
+        check(wz::rezero(fd, 0, mib).ok(), "rezero");
+        wz::preallocate_options no_sync;
+        no_sync.sync = false;
+        no_sync.verify = wz::verify_mode::none;
+        check(wz::zero_range(fd, 2 * mib, mib, no_sync).ok(), "zero_range");
+        struct ::stat st {};
+        check(::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == 3 * mib,
+              "the lifecycle calls left a 3 MiB file");
+        ::close(fd);
+    }
+    ::unlink(path.c_str());
+    ::close(dirfd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +164,7 @@ int main(int argc, char** argv) {
     check_names();
     check_zeroing(file);
     check_writer(file);
+    check_lifecycle(argv[1]);
     ::unlink(file.c_str());
     if (failures != 0) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);

@@ -288,6 +288,9 @@ struct preallocate_report {
     std::uint64_t device_commands = 0;  // NVMe commands, write syscalls/SQEs, fallocate/ioctl calls
     std::string passthrough_path;       // "uring_cmd" or "ioctl" when NVMe commands were sent
     bool flushed = false;
+    // A regular file whose data is copy-on-write (btrfs without No_COW, bcachefs, zfs): zeroes
+    // written into it went to new extents, not in place over the old ones.
+    bool copy_on_write = false;
     double elapsed_seconds = 0;
     std::optional<bool> verified;       // nullopt: not verified
     std::string verify_detail;

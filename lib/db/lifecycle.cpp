@@ -225,6 +225,18 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
         rep.decisions.insert(rep.decisions.begin(),
                              "rezero: in place (NVMe Write Zeroes at the extents' addresses where allowed, data "
                              "writes otherwise), never FALLOC_FL_WRITE_ZEROES");
+        // Where "in place" cannot hold, say so: a copy-on-write file gets new extents, and a
+        // filesystem without an extent map cannot show that its extents stayed written.
+        if (auto caps = stat(fd, path); caps && caps->fs) {
+            if (caps->fs->cow) {
+                rep.decisions.push_back(fmt::format("rezero: not in place: {} writes this file's data to new "
+                                                    "extents (copy-on-write: {})",
+                                                    caps->fs->type, caps->fs->cow_reason));
+            } else if (r && !rep.verified.has_value()) {
+                rep.decisions.push_back(fmt::format("rezero: written extents not proven: {} has no extent map",
+                                                    caps->fs->type));
+            }
+        }
     }
     return finish(std::move(r), partial, report);
 }

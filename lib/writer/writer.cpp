@@ -324,6 +324,12 @@ status writer::impl::check_write(const void* buf, std::size_t len, std::uint64_t
         return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length 0]: the length must be non-zero",
                                                   path, off));
     }
+    // NULL is "aligned" to anything: without this a synchronous write fails late with EFAULT
+    // and a queued one is accepted, and fails only when complete() hands it back.
+    if (buf == nullptr) {
+        return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: the buffer is NULL", path, off,
+                                                  len));
+    }
     if (reinterpret_cast<std::uintptr_t>(buf) % mem_align != 0 || off % offset_align != 0 ||
         len % offset_align != 0) {
         return make_error_msg(EINVAL, fmt::format("write {} [offset {}, length {}]: not aligned for O_DIRECT "
@@ -451,6 +457,24 @@ result<writer> writer::open(int fd, const std::string& path, std::uint64_t offse
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl < 0) {
         return make_error("fcntl F_GETFL", path, errno);
+    }
+    // What the descriptor is decides first: a directory is open read-only by necessity, and
+    // "read-only" would send the caller after the wrong problem.
+    struct ::stat st {};
+    if (::fstat(fd, &st) != 0) {
+        return make_error("fstat", path, errno);
+    }
+    if (const file_kind kind = file_kind_of(st.st_mode); kind != file_kind::regular && kind != file_kind::block) {
+        return make_error_msg(kind == file_kind::directory ? EISDIR : EINVAL,
+                              fmt::format("writer {}: descriptor {} is {}, not a regular file or block device", path,
+                                          fd, describe(kind)));
+    }
+    // O_APPEND says the caller's writes go to the end; the writer writes at the offsets it is
+    // given, through its own descriptor: refuse rather than contradict the caller silently.
+    if ((fl & O_APPEND) != 0) {
+        return make_error_msg(EINVAL, fmt::format("writer {}: descriptor {} is open O_APPEND; positioned durable "
+                                                  "writes need a descriptor without it",
+                                                  path, fd));
     }
     if ((fl & O_ACCMODE) == O_RDONLY) {
         return make_error_msg(EBADF, fmt::format("writer {}: descriptor {} is open read-only (O_WRONLY or O_RDWR "

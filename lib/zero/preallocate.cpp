@@ -579,6 +579,13 @@ status runner::run() {
     if (acc < 0) {
         return make_error("fcntl", path_, errno);
     }
+    // A directory can only be open read-only: say what it is (EISDIR, as write(2) and
+    // fallocate(2) do) rather than "not open for writing", which sends the caller elsewhere.
+    if (struct ::stat st {}; ::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
+        return make_error_msg(EISDIR, fmt::format("zero {} [offset {}, length {}]: a directory, not a regular file "
+                                                  "or block device",
+                                                  path_, offset_, length_));
+    }
     if ((acc & O_ACCMODE) == O_RDONLY && !opt_.dry_run) {
         return make_error_msg(EBADF, fmt::format("zero {}: not open for writing", path_));
     }
@@ -603,6 +610,7 @@ status runner::run() {
     for (auto m : all_zero_methods) {
         rep_.bytes_by_method[m] = 0;
     }
+    rep_.copy_on_write = file_kind_of(*caps) == file_kind::regular && caps->fs && caps->fs->cow;
     const plan::queue_choice qd = plan::choose_queue_depth(*caps, opt_.queue_depth);
     queue_depth_ = qd.depth;
     decide(qd.reason);

@@ -25,6 +25,7 @@ std::string to_json(const preallocate_report& r, int indent) {
     j["device_commands"] = r.device_commands;
     j["passthrough_path"] = r.passthrough_path.empty() ? json(nullptr) : json(r.passthrough_path);
     j["flushed"] = r.flushed;
+    j["copy_on_write"] = r.copy_on_write;
     j["elapsed_seconds"] = r.elapsed_seconds;
     j["verified"] = r.verified ? json(*r.verified) : json(nullptr);
     j["verify_detail"] = r.verify_detail;
