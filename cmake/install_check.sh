@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Installs the build into a temporary prefix and checks it as an outside program sees it:
 # - the exported symbols of the installed libwzero.so are exactly lib/libwzero.map's names;
+# - the example tools/examples/wal_segments.c builds with pkg-config alone and runs;
 # - C99 consumers (lib/capi/capi_test.c, and capi_abi_test.c, which calls every C function) and a C++17 consumer (cmake/install_consumer.cpp,
 #   which calls every public C++ function) build and run, each twice: with pkg-config
 #   (wzero.pc) and with CMake's find_package(wzero).
@@ -26,6 +27,10 @@ cc -std=c99 -Wall -Werror "$src/lib/capi/capi_test.c" $(pkg-config --cflags --li
 cc -std=c99 -Wall -Werror -pthread "$src/lib/capi/capi_abi_test.c" $(pkg-config --cflags --libs wzero) \
   -o "$prefix/capi_abi_pc"
 "$prefix/capi_abi_pc" "$prefix/scratch-pc"
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Wextra -pedantic -Werror "$src/tools/examples/wal_segments.c" $(pkg-config --cflags --libs wzero) \
+  -o "$prefix/wal_segments_pc"
+bash "$src/tools/examples/wal_segments_test.sh" "$prefix/wal_segments_pc" "$prefix" >/dev/null
 # shellcheck disable=SC2046
 c++ -std=c++17 -Wall -Wextra -Werror "$src/cmake/install_consumer.cpp" $(pkg-config --cflags --libs wzero) \
   -o "$prefix/cxx_pc"
