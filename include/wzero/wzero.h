@@ -75,6 +75,22 @@ enum wz_verify {
 /* Called a few times a second during a run; a non-zero return stops it (-ECANCELED). */
 typedef int (*wz_progress_fn)(uint64_t bytes_done, uint64_t bytes_total, void *arg);
 
+/* wz_zero_result.flags */
+#define WZ_RESULT_VERIFIED 0x1u      /* proven: written extents (and zeroes, with WZ_VERIFY_DATA) */
+#define WZ_RESULT_NOT_PROVEN 0x2u    /* no proof possible here (tmpfs: no extent map; a block device) */
+#define WZ_RESULT_FLUSHED 0x4u       /* a device cache flush was sent */
+#define WZ_RESULT_COPY_ON_WRITE 0x8u /* the file's data is copy-on-write: zeroes went to new extents */
+
+/* What a zeroing call did, filled (also on failure: how far it got) when
+ * wz_zero_opts.result is not NULL. */
+struct wz_zero_result {
+    uint32_t size;  /* sizeof(struct wz_zero_result), set by the caller */
+    uint32_t flags; /* WZ_RESULT_* */
+    uint64_t bytes_done;
+    uint64_t bytes_by_method[WZ_ZERO_METHOD_COUNT]; /* indexed by enum wz_zero_method */
+    uint64_t device_commands;                        /* NVMe commands, write calls, fallocate/ioctl calls */
+};
+
 struct wz_zero_opts {
     uint32_t size;  /* sizeof(struct wz_zero_opts) */
     uint32_t flags; /* WZ_ZERO_* */
@@ -85,6 +101,7 @@ struct wz_zero_opts {
     uint64_t rate_bytes_per_second; /* 0: unlimited */
     wz_progress_fn progress;        /* may be NULL */
     void *progress_arg;
+    struct wz_zero_result *result; /* may be NULL; see struct wz_zero_result */
 };
 
 /* Creates NAME in directory DIRFD (AT_FDCWD allowed) as SIZE bytes of written zeroes that

@@ -29,7 +29,13 @@ struct zero_call {
     std::atomic<bool> cancel{false};
     wz_progress_fn progress = nullptr;
     void* progress_arg = nullptr;
+    wz_zero_result* result = nullptr;  // checked, to be filled from `report`
+    std::uint32_t result_size = 0;
+    wz::preallocate_report report;
 };
+
+constexpr std::size_t zero_result_first_size = sizeof(wz_zero_result);
+static_assert(std::size(wz::all_zero_methods) == WZ_ZERO_METHOD_COUNT);
 
 // wz_zero_opts to preallocate_options. Returns 0 or -errno (message naming OPERATION).
 int to_options(const wz_zero_opts* in, const std::string& operation, zero_call& call) {
@@ -63,6 +69,14 @@ int to_options(const wz_zero_opts* in, const std::string& operation, zero_call& 
     p.queue_depth = o.queue_depth;
     p.rate_bytes_per_second = o.rate_bytes_per_second;
     p.cancel = &call.cancel;
+    if (o.result != nullptr) {
+        if (const int rc = wz::capi::check_struct_out(o.result, sizeof(wz_zero_result), zero_result_first_size,
+                                                      operation.c_str(), "wz_zero_result", &call.result_size);
+            rc < 0) {
+            return rc;
+        }
+        call.result = o.result;
+    }
     if (o.progress != nullptr) {
         call.progress = o.progress;
         call.progress_arg = o.progress_arg;
@@ -77,6 +91,29 @@ int to_options(const wz_zero_opts* in, const std::string& operation, zero_call& 
 }
 
 int done(const wz::status& s) {
+    if (!s.ok()) {
+        return fail(s.error());
+    }
+    return 0;
+}
+
+// Fills the caller's wz_zero_result (if any) from the report, then maps the status.
+int done(zero_call& call, const wz::status& s) {
+    if (call.result != nullptr) {
+        const wz::preallocate_report& r = call.report;
+        wz_zero_result out{};
+        out.size = sizeof out;
+        out.flags = (r.verified.value_or(false) ? WZ_RESULT_VERIFIED : 0U) |
+                    (!r.verified.has_value() && s.ok() ? WZ_RESULT_NOT_PROVEN : 0U) |
+                    (r.flushed ? WZ_RESULT_FLUSHED : 0U) | (r.copy_on_write ? WZ_RESULT_COPY_ON_WRITE : 0U);
+        out.bytes_done = r.bytes_done;
+        for (std::size_t i = 0; i < std::size(wz::all_zero_methods); ++i) {
+            auto it = r.bytes_by_method.find(wz::all_zero_methods[i]);
+            out.bytes_by_method[i] = it == r.bytes_by_method.end() ? 0 : it->second;
+        }
+        out.device_commands = r.device_commands;
+        wz::capi::fill_struct_out(call.result, call.result_size, &out, sizeof out);
+    }
     if (!s.ok()) {
         return fail(s.error());
     }
@@ -102,7 +139,7 @@ int wz_create_zeroed(int dirfd, const char* name, uint64_t size, mode_t mode, co
         if (const int rc = to_options(opts, std::string("wz_create_zeroed ") + name, call); rc < 0) {
             return rc;
         }
-        return done(wz::create_zeroed(dirfd, name, size, mode, call.options));
+        return done(call, wz::create_zeroed(dirfd, name, size, mode, call.options, &call.report));
     });
 }
 
@@ -112,7 +149,7 @@ int wz_zero_range(int fd, uint64_t offset, uint64_t length, const struct wz_zero
         if (const int rc = to_options(opts, range_text("wz_zero_range", fd, offset, length), call); rc < 0) {
             return rc;
         }
-        return done(wz::zero_range(fd, offset, length, call.options));
+        return done(call, wz::zero_range(fd, offset, length, call.options, &call.report));
     });
 }
 
@@ -125,7 +162,7 @@ int wz_extend(int fd, uint64_t new_size, const struct wz_zero_opts* opts) {
             rc < 0) {
             return rc;
         }
-        return done(wz::extend(fd, new_size, call.options));
+        return done(call, wz::extend(fd, new_size, call.options, &call.report));
     });
 }
 
@@ -135,7 +172,7 @@ int wz_rezero(int fd, uint64_t offset, uint64_t length, const struct wz_zero_opt
         if (const int rc = to_options(opts, range_text("wz_rezero", fd, offset, length), call); rc < 0) {
             return rc;
         }
-        return done(wz::rezero(fd, offset, length, call.options));
+        return done(call, wz::rezero(fd, offset, length, call.options, &call.report));
     });
 }
 

@@ -151,8 +151,8 @@ status extend(int fd, std::uint64_t new_size, const preallocate_options& options
         return make_error_msg(errno, fmt::format("{}: fstat: {}", what, errno_text(errno)));
     }
     if (file_kind_of(st.st_mode) != file_kind::regular) {
-        return make_error_msg(EINVAL, fmt::format("{}: {}, not a regular file", what,
-                                                  describe(file_kind_of(st.st_mode))));
+        return make_error_msg(file_kind_of(st.st_mode) == file_kind::directory ? EISDIR : EINVAL,
+                              fmt::format("{}: {}, not a regular file", what, describe(file_kind_of(st.st_mode))));
     }
     if (auto s = check_writable(fd, what); !s.ok()) {
         return s;
@@ -188,14 +188,17 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
     }
     const file_kind kind = file_kind_of(st.st_mode);
     if (kind != file_kind::regular && kind != file_kind::block) {
-        return make_error_msg(EINVAL, fmt::format("{}: {}, not a regular file or block device", what,
-                                                  describe(kind)));
+        return make_error_msg(kind == file_kind::directory ? EISDIR : EINVAL,
+                              fmt::format("{}: {}, not a regular file or block device", what, describe(kind)));
     }
     if (auto s = check_writable(fd, what); !s.ok()) {
         return s;
     }
     if (length == 0) {
         return make_error_msg(EINVAL, fmt::format("{}: length must be greater than zero", what));
+    }
+    if (offset > static_cast<std::uint64_t>(INT64_MAX) || length > static_cast<std::uint64_t>(INT64_MAX) - offset) {
+        return make_error_msg(EFBIG, fmt::format("{}: offset + length overflows", what));
     }
     preallocate_options o = options;
     if (kind == file_kind::regular) {
