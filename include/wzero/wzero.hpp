@@ -325,9 +325,10 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
 // Creates NAME in the directory DIRFD (AT_FDCWD: the working directory) as a file of SIZE
 // bytes of written zeroes that appears under NAME only complete and durable: the file is
 // made nameless (O_TMPFILE) where the filesystem allows it, else under a hidden temporary
-// name ".NAME.wz-tmp.XXXXXX" in the same directory; zeroed, fdatasync'ed and fsync'ed; then
-// linked or renamed to NAME without replacing anything (linkat, renameat2 RENAME_NOREPLACE);
-// then the directory is fsync'ed. MODE is masked by the umask, as with open(2). An existing
+// name ".NAME.wz-tmp.XXXXXX" in the same directory; zeroed and fdatasync'ed (one flush: the
+// data, the size and the inode's creation before them); then linked or renamed to NAME
+// without replacing anything (linkat, renameat2 RENAME_NOREPLACE); then the directory is
+// fsync'ed. MODE is masked by the umask, as with open(2). An existing
 // NAME is EEXIST and is never touched. On failure nothing is left under NAME and the
 // temporary is removed; a crash may leave a ".NAME.wz-tmp.XXXXXX" file (never a partial
 // NAME) on filesystems without O_TMPFILE. NAME must be one path component. Always durable on

@@ -326,9 +326,10 @@ status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mod
         }
         return {};
     }
-    // fdatasync (in preallocate) made the data and the size durable; fsync also the inode's
-    // other metadata (mode, owner) before a name points at it.
-    if (::fsync(tmp.fd.get()) != 0) {
+    // The fdatasync in preallocate() made the data, the size and the allocation durable, and
+    // with them the journal transactions before (the inode's creation, its mode): one flush,
+    // as PostgreSQL's one fsync. An empty file had none: fsync it here.
+    if (size == 0 && ::fsync(tmp.fd.get()) != 0) {
         return make_error("fsync", path, errno);
     }
     if (tmp.name.empty()) {
