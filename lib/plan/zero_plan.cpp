@@ -335,17 +335,19 @@ result<std::string> allocation_refused(const capabilities& caps, const request& 
     return fmt::format("allocate: {}: data writes allocate the range instead", error_text);
 }
 
+bool may_zero_in_place(const capabilities& caps, const request& req) {
+    const bool nvme_ok = usable(caps, zero_method::nvme_deac) || usable(caps, zero_method::nvme);
+    return nvme_ok && req.in_place != in_place_mode::never &&
+           (req.method == method_request::automatic || req.method == method_request::nvme);
+}
+
 result<plan_result> plan_file_extents(const capabilities& caps, const request& req,
                                       std::span<const extent::extent> extents) {
     plan_result r;
     const bool nvme_ok = usable(caps, zero_method::nvme_deac) || usable(caps, zero_method::nvme);
-    const bool nvme_allowed = nvme_ok && req.in_place != in_place_mode::never &&
-                              (req.method == method_request::automatic || req.method == method_request::nvme);
+    const bool nvme_allowed = may_zero_in_place(caps, req);
     if (req.method == method_request::nvme && !nvme_ok && !req.fallback) {
         return not_supported(caps, "method nvme is not supported here: " + why(caps, zero_method::nvme));
-    }
-    if (caps.fs && caps.fs->cow) {
-
     }
     if (!nvme_ok) {
         r.notes.push_back("nvme: " + why(caps, zero_method::nvme));

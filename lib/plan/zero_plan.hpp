@@ -142,6 +142,11 @@ file_allocation plan_file_allocation(const capabilities& caps, const request& re
 // cannot use data writes: --method nvme without fallback.
 result<std::string> allocation_refused(const capabilities& caps, const request& req, const std::string& error_text);
 
+// Whether plan_file_extents may send NVMe Write Zeroes to written extents in place: then the
+// executor first writes back dirty pages and commits the mapping (fdatasync), which a run of
+// data writes alone does not need.
+bool may_zero_in_place(const capabilities& caps, const request& req);
+
 // Regular file, second stage, over the allocated range's extents (in file order, covering
 // the range exactly): already-written extents on an in-place filesystem over an NVMe
 // namespace -> NVMe Write Zeroes at their device LBAs (when allowed); everything else ->

@@ -710,5 +710,27 @@ TEST(QueueDepth, AutomaticExceptBufferedLoop) {
     EXPECT_EQ(choose_queue_depth(c, 64).depth, 64U);  // asked for: kept
 }
 
+// The executor commits the mapping (fdatasync) before a walk only when the walk may aim NVMe
+// commands at written extents: the same rule plan_file_extents applies.
+TEST(MayZeroInPlace, FollowsTheInPlaceRule) {
+    const capabilities nvme_ext4 = nvme_file(0x09);
+    request r;
+    r.length = 1 << 20;
+    EXPECT_TRUE(may_zero_in_place(nvme_ext4, r));
+    r.in_place = in_place_mode::never;
+    EXPECT_FALSE(may_zero_in_place(nvme_ext4, r));
+    r.in_place = in_place_mode::automatic;
+    r.method = method_request::write;
+    EXPECT_FALSE(may_zero_in_place(nvme_ext4, r));
+    r.method = method_request::nvme;
+    EXPECT_TRUE(may_zero_in_place(nvme_ext4, r));
+    // btrfs: copy-on-write, no in-place zeroing; a file off NVMe: no commands at all.
+    EXPECT_FALSE(may_zero_in_place(nvme_file(0x09, "btrfs"), request{}));
+    capabilities plain = nvme_ext4;
+    plain.nvme.reset();
+    assess(plain, assess_inputs{kernel_version{7, 2}, true});
+    EXPECT_FALSE(may_zero_in_place(plain, request{}));
+}
+
 }  // namespace
 }  // namespace wz::plan

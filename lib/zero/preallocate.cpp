@@ -393,8 +393,9 @@ status runner::run_file(const capabilities& caps) {
     } else {
         step(alloc);
     }
-    if (!opt_.dry_run) {
-        // In-place zeroing must not race the page cache: dirty pages go out first.
+    if (!opt_.dry_run && plan::may_zero_in_place(caps, req)) {
+        // In-place zeroing must not race the page cache: dirty pages go out first, and the
+        // mapping the commands are aimed at is committed. Data writes alone need neither.
         if (::fdatasync(fd_) != 0) {
             return make_error("fdatasync", path_, errno);
         }
