@@ -578,7 +578,9 @@ status runner::run() {
     }
     const int acc = ::fcntl(fd_, F_GETFL);
     if (acc < 0) {
-        return make_error("fcntl", path_, errno);
+        const int err = errno;
+        return make_error_msg(err, fmt::format("zero {} [offset {}, length {}]: fcntl: {}", path_, offset_, length_,
+                                               errno_text(err)));
     }
     // A directory can only be open read-only: say what it is (EISDIR, as write(2) and
     // fallocate(2) do) rather than "not open for writing", which sends the caller elsewhere.
