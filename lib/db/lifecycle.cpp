@@ -53,7 +53,8 @@ status finish(result<preallocate_report>&& r, const preallocate_report& partial,
 status check_writable(int fd, const std::string& what) {
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl < 0) {
-        return make_error_msg(errno, fmt::format("{}: fcntl: {}", what, errno_text(errno)));
+        const int err = errno;
+        return make_error_msg(err, fmt::format("{}: fcntl: {}", what, errno_text(err)));
     }
     if ((fl & O_ACCMODE) == O_RDONLY) {
         return make_error_msg(EBADF, fmt::format("{}: not open for writing", what));
@@ -148,7 +149,8 @@ status extend(int fd, std::uint64_t new_size, const preallocate_options& options
     const std::string what = fmt::format("extend {} to {} bytes", path, new_size);
     struct ::stat st {};
     if (::fstat(fd, &st) != 0) {
-        return make_error_msg(errno, fmt::format("{}: fstat: {}", what, errno_text(errno)));
+        const int err = errno;
+        return make_error_msg(err, fmt::format("{}: fstat: {}", what, errno_text(err)));
     }
     if (file_kind_of(st.st_mode) != file_kind::regular) {
         return make_error_msg(file_kind_of(st.st_mode) == file_kind::directory ? EISDIR : EINVAL,
@@ -184,7 +186,8 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
     const std::string what = fmt::format("rezero {} [offset {}, length {}]", path, offset, length);
     struct ::stat st {};
     if (::fstat(fd, &st) != 0) {
-        return make_error_msg(errno, fmt::format("{}: fstat: {}", what, errno_text(errno)));
+        const int err = errno;
+        return make_error_msg(err, fmt::format("{}: fstat: {}", what, errno_text(err)));
     }
     const file_kind kind = file_kind_of(st.st_mode);
     if (kind != file_kind::regular && kind != file_kind::block) {
@@ -267,7 +270,8 @@ status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mod
                                                   path));
     }
     if (errno != ENOENT) {
-        return make_error_msg(errno, fmt::format("create {}: fstatat: {}", path, errno_text(errno)));
+        const int err = errno;
+        return make_error_msg(err, fmt::format("create {}: fstatat: {}", path, errno_text(err)));
     }
 
     // The file is built where no one looks for it: nameless where the filesystem has O_TMPFILE
@@ -286,8 +290,9 @@ status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mod
             if (tmp.fd) {
                 tmp.name = t;
             } else if (errno != EEXIST) {
-                return make_error_msg(errno, fmt::format("create {}: create the temporary {}/{}: {}", path,
-                                                         dir_path, t, errno_text(errno)));
+                const int err = errno;
+                return make_error_msg(err, fmt::format("create {}: create the temporary {}/{}: {}", path,
+                                                         dir_path, t, errno_text(err)));
             }
         }
         if (!tmp.fd) {
@@ -297,8 +302,9 @@ status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mod
                           "once complete",
                           tmp.name);
     } else {
-        return make_error_msg(errno, fmt::format("create {}: open an unnamed file in {}: {}", path, dir_path,
-                                                 errno_text(errno)));
+        const int err = errno;
+        return make_error_msg(err, fmt::format("create {}: open an unnamed file in {}: {}", path, dir_path,
+                                                 errno_text(err)));
     }
 
     preallocate_report rep;

@@ -489,8 +489,9 @@ result<writer> writer::open(int fd, const std::string& path, std::uint64_t offse
     }
     unique_fd probe = reopen_self(p->origin.get(), O_RDWR);
     if (!probe) {
-        return make_error_msg(errno, fmt::format("writer {}: reopen read-write through {}: {}", path,
-                                                 self_fd_path(p->origin.get()), errno_text(errno)));
+        const int err = errno;  // before the message's allocations
+        return make_error_msg(err, fmt::format("writer {}: reopen read-write through {}: {}", path,
+                                               self_fd_path(p->origin.get()), errno_text(err)));
     }
     struct ::stat a {}, b {};
     if (::fstat(fd, &a) != 0 || ::fstat(probe.get(), &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
