@@ -328,10 +328,10 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
 // name ".NAME.wz-tmp.XXXXXX" in the same directory; zeroed and fdatasync'ed (one flush: the
 // data, the size and the inode's creation before them); then linked or renamed to NAME
 // without replacing anything (linkat, renameat2 RENAME_NOREPLACE); then the directory is
-// fsync'ed. MODE is masked by the umask, as with open(2). An existing
-// NAME is EEXIST and is never touched. On failure nothing is left under NAME and the
-// temporary is removed; a crash may leave a ".NAME.wz-tmp.XXXXXX" file (never a partial
-// NAME) on filesystems without O_TMPFILE. NAME must be one path component. Always durable on
+// fsync'ed. MODE is masked by the umask, as with open(2). An existing NAME is EEXIST and is
+// never touched. On failure nothing is left under NAME and the temporary is removed; a crash
+// may leave a ".NAME.wz-tmp.XXXXXX" file (never a partial NAME) on filesystems without
+// O_TMPFILE. NAME must be one path component; SIZE 0 makes an empty file. Always durable on
 // success (options.sync does not apply); options.dry_run plans on the unnamed file and
 // creates nothing.
 status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
