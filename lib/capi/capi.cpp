@@ -5,8 +5,6 @@
 
 #include "capi/capi_internal.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -103,17 +101,6 @@ void fill_struct_out(void* dst, std::uint32_t caller_size, const void* src, std:
     const std::size_t n = std::min<std::size_t>(caller_size, known_size);
     std::memcpy(static_cast<unsigned char*>(dst) + sizeof(std::uint32_t),
                 static_cast<const unsigned char*>(src) + sizeof(std::uint32_t), n - sizeof(std::uint32_t));
-}
-
-std::string path_of_fd(int fd) {
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    std::string target(4096, '\0');
-    const ssize_t n = ::readlink(link.c_str(), target.data(), target.size());
-    if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) {
-        return "fd " + std::to_string(fd);
-    }
-    target.resize(static_cast<std::size_t>(n));
-    return target;
 }
 
 }  // namespace wz::capi

@@ -71,8 +71,4 @@ auto guarded(const char* operation, Body&& body) noexcept -> decltype(body()) {
     }
 }
 
-// A path for messages about a descriptor the caller passed in: what /proc/self/fd/FD links
-// to, or "fd N" when that cannot be read.
-std::string path_of_fd(int fd);
-
 }  // namespace wz::capi

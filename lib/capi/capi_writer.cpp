@@ -2,6 +2,7 @@
 // The durable writer behind an opaque C handle.
 
 #include "capi/capi_internal.hpp"
+#include "util/reopen.hpp"
 
 #include <deque>
 #include <limits>
@@ -125,7 +126,7 @@ int wz_writer_open(const char* path, uint64_t offset, uint64_t length, const str
 int wz_writer_open_fd(int fd, uint64_t offset, uint64_t length, const struct wz_writer_opts* opts,
                       struct wz_writer** out) {
     return wz::capi::guarded("wz_writer_open_fd", [&]() -> int {
-        const std::string path = wz::capi::path_of_fd(fd);
+        const std::string path = wz::self_fd_name(fd);
         if (out == nullptr) {
             return fail(EINVAL, "wz_writer_open_fd " + path + ": out is NULL");
         }

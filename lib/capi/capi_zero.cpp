@@ -3,6 +3,7 @@
 // PostgreSQL's pg_pwrite_zeros() shape, wz_pwrite_zeros.
 
 #include "capi/capi_internal.hpp"
+#include "util/reopen.hpp"
 
 #include <fcntl.h>
 
@@ -121,7 +122,7 @@ int done(zero_call& call, const wz::status& s) {
 }
 
 std::string range_text(const char* op, int fd, std::uint64_t offset, std::uint64_t length) {
-    return std::string(op) + " " + wz::capi::path_of_fd(fd) + " [offset " + std::to_string(offset) + ", length " +
+    return std::string(op) + " " + wz::self_fd_name(fd) + " [offset " + std::to_string(offset) + ", length " +
            std::to_string(length) + "]";
 }
 
@@ -132,7 +133,7 @@ extern "C" {
 int wz_create_zeroed(int dirfd, const char* name, uint64_t size, mode_t mode, const struct wz_zero_opts* opts) {
     return wz::capi::guarded("wz_create_zeroed", [&]() -> int {
         if (name == nullptr) {
-            return fail(EINVAL, "wz_create_zeroed in " + (dirfd == AT_FDCWD ? std::string(".") : wz::capi::path_of_fd(dirfd)) +
+            return fail(EINVAL, "wz_create_zeroed in " + (dirfd == AT_FDCWD ? std::string(".") : wz::self_fd_name(dirfd)) +
                                     ": name is NULL");
         }
         zero_call call;
@@ -156,7 +157,7 @@ int wz_zero_range(int fd, uint64_t offset, uint64_t length, const struct wz_zero
 int wz_extend(int fd, uint64_t new_size, const struct wz_zero_opts* opts) {
     return wz::capi::guarded("wz_extend", [&]() -> int {
         zero_call call;
-        if (const int rc = to_options(opts, "wz_extend " + wz::capi::path_of_fd(fd) + " to " + std::to_string(new_size) +
+        if (const int rc = to_options(opts, "wz_extend " + wz::self_fd_name(fd) + " to " + std::to_string(new_size) +
                                                 " bytes",
                                       call);
             rc < 0) {

@@ -28,16 +28,6 @@ namespace wz {
 
 namespace {
 
-// The name a descriptor has now, for messages only (never opened again by it).
-std::string name_of(int fd) {
-    char buf[PATH_MAX];
-    const ssize_t n = ::readlink(self_fd_path(fd).c_str(), buf, sizeof(buf) - 1);
-    if (n <= 0) {
-        return fmt::format("descriptor {}", fd);
-    }
-    return std::string(buf, static_cast<std::size_t>(n));
-}
-
 status finish(result<preallocate_report>&& r, const preallocate_report& partial, preallocate_report* report) {
     if (report != nullptr) {
         *report = r ? *r : partial;
@@ -140,12 +130,12 @@ int rename_noreplace(int dir, const std::string& from, const std::string& to) {
 status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
                   preallocate_report* report) {
     preallocate_report partial;
-    auto r = preallocate(fd, name_of(fd), offset, length, options, &partial);
+    auto r = preallocate(fd, self_fd_name(fd), offset, length, options, &partial);
     return finish(std::move(r), partial, report);
 }
 
 status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
-    const std::string path = name_of(fd);
+    const std::string path = self_fd_name(fd);
     const std::string what = fmt::format("extend {} to {} bytes", path, new_size);
     struct ::stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -182,7 +172,7 @@ status extend(int fd, std::uint64_t new_size, const preallocate_options& options
 
 status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
               preallocate_report* report) {
-    const std::string path = name_of(fd);
+    const std::string path = self_fd_name(fd);
     const std::string what = fmt::format("rezero {} [offset {}, length {}]", path, offset, length);
     struct ::stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -256,7 +246,7 @@ status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mod
                                                dirfd == AT_FDCWD ? std::string("AT_FDCWD") : std::to_string(dirfd),
                                                errno_text(err)));
     }
-    const std::string dir_path = name_of(dir.get());
+    const std::string dir_path = self_fd_name(dir.get());
     if (auto s = check_name(name, dir_path); !s.ok()) {
         return s;
     }

@@ -2,6 +2,8 @@
 #include "util/reopen.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -10,6 +12,15 @@
 namespace wz {
 
 std::string self_fd_path(int fd) { return fmt::format("/proc/self/fd/{}", fd); }
+
+std::string self_fd_name(int fd) {
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(self_fd_path(fd).c_str(), buf, sizeof(buf));
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof(buf)) {
+        return fmt::format("descriptor {}", fd);
+    }
+    return std::string(buf, static_cast<std::size_t>(n));
+}
 
 unique_fd reopen_self(int fd, int flags) {
     if (fd < 0) {

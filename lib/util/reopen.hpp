@@ -16,6 +16,10 @@ namespace wz {
 // "/proc/self/fd/N", for messages that say what was reopened.
 [[nodiscard]] std::string self_fd_path(int fd);
 
+// The name FD refers to now (the /proc/self/fd link), for messages only: never opened again
+// by it; "descriptor N" when the link cannot be read (a descriptor that is not open).
+[[nodiscard]] std::string self_fd_name(int fd);
+
 // open(2) of self_fd_path(fd) with `flags`; O_CLOEXEC is always added (no reopened descriptor
 // leaks into a child). As open(2): an empty unique_fd with errno set on failure (EBADF for a
 // negative fd; ENOENT for a number that is not open).
