@@ -6,6 +6,7 @@
 // directory fsync), RocksDB's fallocate(KEEP_SIZE) (unwritten extents) and WAL recycling.
 
 #include "probe/file_kind.hpp"
+#include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
@@ -34,25 +35,6 @@ status finish(result<preallocate_report>&& r, const preallocate_report& partial,
     }
     if (!r) {
         return std::move(r).error();
-    }
-    return {};
-}
-
-// A descriptor the lifecycle calls may write through: open for writing, without O_APPEND
-// (preallocate() checks this again; here it is checked before extend/rezero look at sizes).
-status check_writable(int fd, const std::string& what) {
-    const int fl = ::fcntl(fd, F_GETFL);
-    if (fl < 0) {
-        const int err = errno;
-        return make_error_msg(err, fmt::format("{}: fcntl: {}", what, errno_text(err)));
-    }
-    if ((fl & O_ACCMODE) == O_RDONLY) {
-        return make_error_msg(EBADF, fmt::format("{}: not open for writing", what));
-    }
-    if ((fl & O_APPEND) != 0) {
-        return make_error_msg(EINVAL, fmt::format("{}: the descriptor is open with O_APPEND, where positioned "
-                                                  "writes append",
-                                                  what));
     }
     return {};
 }
@@ -146,7 +128,7 @@ status extend(int fd, std::uint64_t new_size, const preallocate_options& options
         return make_error_msg(file_kind_of(st.st_mode) == file_kind::directory ? EISDIR : EINVAL,
                               fmt::format("{}: {}, not a regular file", what, describe(file_kind_of(st.st_mode))));
     }
-    if (auto s = check_writable(fd, what); !s.ok()) {
+    if (auto s = target::check_positioned_writes(fd, what); !s.ok()) {
         return s;
     }
     const auto size = static_cast<std::uint64_t>(st.st_size);
@@ -184,7 +166,7 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
         return make_error_msg(kind == file_kind::directory ? EISDIR : EINVAL,
                               fmt::format("{}: {}, not a regular file or block device", what, describe(kind)));
     }
-    if (auto s = check_writable(fd, what); !s.ok()) {
+    if (auto s = target::check_positioned_writes(fd, what); !s.ok()) {
         return s;
     }
     if (length == 0) {

@@ -232,6 +232,23 @@ int remove_created(const opened& t) {
     return 0;
 }
 
+status check_positioned_writes(int fd, const std::string& what) {
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0) {
+        const int err = errno;
+        return make_error_msg(err, fmt::format("{}: fcntl: {}", what, errno_text(err)));
+    }
+    if ((fl & O_ACCMODE) == O_RDONLY) {
+        return make_error_msg(EBADF, fmt::format("{}: not open for writing", what));
+    }
+    if ((fl & O_APPEND) != 0) {
+        return make_error_msg(EINVAL, fmt::format("{}: the descriptor is open with O_APPEND, where positioned "
+                                                  "writes append",
+                                                  what));
+    }
+    return {};
+}
+
 result<std::string> device_signature(int fd, const std::string& path) {
     std::unique_ptr<std::remove_pointer_t<blkid_probe>, decltype(&blkid_free_probe)> pr(blkid_new_probe(),
                                                                                         blkid_free_probe);

@@ -58,6 +58,12 @@ struct opened_with_record {
 };
 result<opened_with_record> open_with_record(const std::string& path, std::uint64_t offset, std::uint64_t& length);
 
+// A descriptor positioned writes may go through: open for writing (EBADF otherwise), and
+// without O_APPEND (EINVAL: Linux appends every pwrite on an O_APPEND description at the end
+// of the file, whatever the offset, so zeroes would land outside their range). WHAT begins
+// the message ("zero PATH [offset O, length L]").
+status check_positioned_writes(int fd, const std::string& what);
+
 // Removes a file that open() created, if the name still refers to the same inode.
 // Returns 0 or -errno.
 int remove_created(const opened& target);

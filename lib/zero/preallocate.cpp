@@ -576,12 +576,6 @@ status runner::run() {
         return make_error_msg(EFBIG, fmt::format("zero {} [offset {}, length {}]: offset + length overflows",
                                                  path_, offset_, length_));
     }
-    const int acc = ::fcntl(fd_, F_GETFL);
-    if (acc < 0) {
-        const int err = errno;
-        return make_error_msg(err, fmt::format("zero {} [offset {}, length {}]: fcntl: {}", path_, offset_, length_,
-                                               errno_text(err)));
-    }
     // A directory can only be open read-only: say what it is (EISDIR, as write(2) and
     // fallocate(2) do) rather than "not open for writing", which sends the caller elsewhere.
     if (struct ::stat st {}; ::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -589,15 +583,12 @@ status runner::run() {
                                                   "or block device",
                                                   path_, offset_, length_));
     }
-    if ((acc & O_ACCMODE) == O_RDONLY && !opt_.dry_run) {
-        return make_error_msg(EBADF, fmt::format("zero {}: not open for writing", path_));
-    }
-    if ((acc & O_APPEND) != 0 && !opt_.dry_run) {
-        // Linux appends every pwrite on an O_APPEND description at the end of the file,
-        // whatever the offset: the zeroes would land outside the range.
-        return make_error_msg(EINVAL, fmt::format("zero {} [offset {}, length {}]: the descriptor is open with "
-                                                  "O_APPEND, where positioned writes append",
-                                                  path_, offset_, length_));
+    if (!opt_.dry_run) {
+        if (auto s = target::check_positioned_writes(
+                fd_, fmt::format("zero {} [offset {}, length {}]", path_, offset_, length_));
+            !s.ok()) {
+            return s;
+        }
     }
     auto caps = stat(fd_, path_);
     if (!caps) {
