@@ -3,6 +3,7 @@
 // a name, sizes, modes, refusals that leave everything as it was. Canaries around the range on
 // ext4/xfs/btrfs/tmpfs/a raw partition are fstests generic/006; crashes are the VM's.
 #include "testing/scratch_dir.hpp"
+#include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -22,18 +23,6 @@ namespace {
 
 using wz::testing::scratch_dir;
 
-struct fd_guard {
-    int fd = -1;
-    explicit fd_guard(int f) : fd(f) {}
-    fd_guard(const fd_guard&) = delete;
-    fd_guard& operator=(const fd_guard&) = delete;
-    ~fd_guard() {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-    }
-};
-
 std::set<std::string> entries(const std::string& dir) {
     std::set<std::string> out;
     DIR* d = ::opendir(dir.c_str());
@@ -52,20 +41,20 @@ std::set<std::string> entries(const std::string& dir) {
 
 std::string contents(const std::string& path) {
     std::string out;
-    fd_guard f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    wz::unique_fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     char buf[65536];
     ssize_t n = 0;
-    while (f.fd >= 0 && (n = ::read(f.fd, buf, sizeof(buf))) > 0) {
+    while (f.get() >= 0 && (n = ::read(f.get(), buf, sizeof(buf))) > 0) {
         out.append(buf, static_cast<std::size_t>(n));
     }
     return out;
 }
 
 void write_file(const std::string& path, const std::string& data) {
-    fd_guard f(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    ASSERT_GE(f.fd, 0);
-    ASSERT_EQ(::pwrite(f.fd, data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
-    ASSERT_EQ(::fsync(f.fd), 0);
+    wz::unique_fd f(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    ASSERT_GE(f.get(), 0);
+    ASSERT_EQ(::pwrite(f.get(), data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+    ASSERT_EQ(::fsync(f.get()), 0);
 }
 
 bool all_zero(const std::string& s, std::size_t from, std::size_t to) {
@@ -87,10 +76,10 @@ std::string pattern(std::size_t n) {
 
 TEST(create_zeroed, appears_complete_with_the_mode_less_the_umask) {
     scratch_dir d("wz_lifecycle");
-    fd_guard dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     const mode_t old = ::umask(022);
     wz::preallocate_report rep;
-    const wz::status st = wz::create_zeroed(dir.fd, "seg1", 1 << 20, 0666, {}, &rep);
+    const wz::status st = wz::create_zeroed(dir.get(), "seg1", 1 << 20, 0666, {}, &rep);
     ::umask(old);
     ASSERT_TRUE(st.ok()) << st.error().message;
     struct stat sb {};
@@ -120,8 +109,8 @@ TEST(create_zeroed, an_existing_name_is_eexist_and_untouched) {
     scratch_dir d("wz_lifecycle");
     const std::string keep = d.path() / "seg1";
     write_file(keep, "precious");
-    fd_guard dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    const wz::status st = wz::create_zeroed(dir.fd, "seg1", 1 << 20, 0644);
+    wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const wz::status st = wz::create_zeroed(dir.get(), "seg1", 1 << 20, 0644);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.code(), std::errc::file_exists);
     EXPECT_NE(st.error().message.find(keep), std::string::npos) << st.error().message;
@@ -129,40 +118,40 @@ TEST(create_zeroed, an_existing_name_is_eexist_and_untouched) {
     EXPECT_EQ(entries(d.path()), std::set<std::string>{"seg1"});
     // A dangling symlink is a name too: never followed, never replaced.
     ASSERT_EQ(::symlink("nowhere", (d.path() / "link").c_str()), 0);
-    EXPECT_EQ(wz::create_zeroed(dir.fd, "link", 4096, 0644).code(), std::errc::file_exists);
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "link", 4096, 0644).code(), std::errc::file_exists);
     EXPECT_FALSE(std::filesystem::exists(d.path() / "nowhere"));
 }
 
 TEST(create_zeroed, bad_names_and_directories) {
     scratch_dir d("wz_lifecycle");
-    fd_guard dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     const std::vector<std::string> names = {"", ".", "..", "a/b", "/abs", std::string("nul\0x", 5)};
     for (const std::string& name : names) {
-        const wz::status st = wz::create_zeroed(dir.fd, name, 4096, 0644);
+        const wz::status st = wz::create_zeroed(dir.get(), name, 4096, 0644);
         ASSERT_FALSE(st.ok()) << "name '" << name << "'";
         EXPECT_EQ(st.code(), std::errc::invalid_argument) << st.error().message;
     }
-    EXPECT_EQ(wz::create_zeroed(dir.fd, std::string(300, 'x'), 4096, 0644).code(), std::errc::filename_too_long);
+    EXPECT_EQ(wz::create_zeroed(dir.get(), std::string(300, 'x'), 4096, 0644).code(), std::errc::filename_too_long);
     const std::string file = d.path() / "plain";
     write_file(file, "x");
-    fd_guard not_dir(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-    EXPECT_EQ(wz::create_zeroed(not_dir.fd, "seg", 4096, 0644).code(), std::errc::not_a_directory);
+    wz::unique_fd not_dir(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    EXPECT_EQ(wz::create_zeroed(not_dir.get(), "seg", 4096, 0644).code(), std::errc::not_a_directory);
     EXPECT_EQ(wz::create_zeroed(-1, "seg", 4096, 0644).code(), std::errc::bad_file_descriptor);
     EXPECT_EQ(entries(d.path()), std::set<std::string>{"plain"});
 }
 
 TEST(create_zeroed, a_failure_leaves_nothing) {
     scratch_dir d("wz_lifecycle");
-    fd_guard dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     // Larger than the filesystem can hold: refused by the free-space check or by ENOSPC.
-    const wz::status st = wz::create_zeroed(dir.fd, "huge", std::uint64_t{1} << 60, 0644);
+    const wz::status st = wz::create_zeroed(dir.get(), "huge", std::uint64_t{1} << 60, 0644);
     ASSERT_FALSE(st.ok());
     EXPECT_TRUE(entries(d.path()).empty());
     // Cancelled before it starts: ECANCELED, nothing left.
     std::atomic<bool> cancel{true};
     wz::preallocate_options o;
     o.cancel = &cancel;
-    const wz::status c = wz::create_zeroed(dir.fd, "cancelled", 8 << 20, 0644, o);
+    const wz::status c = wz::create_zeroed(dir.get(), "cancelled", 8 << 20, 0644, o);
     ASSERT_FALSE(c.ok());
     EXPECT_EQ(c.code(), std::errc::operation_canceled) << c.error().message;
     EXPECT_TRUE(entries(d.path()).empty());
@@ -170,11 +159,11 @@ TEST(create_zeroed, a_failure_leaves_nothing) {
 
 TEST(create_zeroed, dry_run_creates_nothing) {
     scratch_dir d("wz_lifecycle");
-    fd_guard dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     wz::preallocate_options o;
     o.dry_run = true;
     wz::preallocate_report rep;
-    const wz::status st = wz::create_zeroed(dir.fd, "seg", 1 << 20, 0644, o, &rep);
+    const wz::status st = wz::create_zeroed(dir.get(), "seg", 1 << 20, 0644, o, &rep);
     ASSERT_TRUE(st.ok()) << st.error().message;
     EXPECT_FALSE(rep.plan.empty());
     EXPECT_TRUE(entries(d.path()).empty());
@@ -185,9 +174,9 @@ TEST(extend, grows_with_written_zeroes_and_never_truncates) {
     const std::string f = d.path() / "tbl";
     const std::string head = pattern(10000);  // not block aligned: the tail of a block is kept
     write_file(f, head);
-    fd_guard fd(::open(f.c_str(), O_RDWR | O_CLOEXEC));
+    wz::unique_fd fd(::open(f.c_str(), O_RDWR | O_CLOEXEC));
     wz::preallocate_report rep;
-    const wz::status st = wz::extend(fd.fd, 1 << 20, {}, &rep);
+    const wz::status st = wz::extend(fd.get(), 1 << 20, {}, &rep);
     ASSERT_TRUE(st.ok()) << st.error().message;
     EXPECT_EQ(rep.verified, std::optional<bool>(true));
     std::string c = contents(f);
@@ -195,8 +184,8 @@ TEST(extend, grows_with_written_zeroes_and_never_truncates) {
     EXPECT_TRUE(c.substr(0, head.size()) == head) << "the old data changed";
     EXPECT_TRUE(all_zero(c, head.size(), c.size()));
     // Same size: only a sync. Smaller: EINVAL, nothing changes.
-    EXPECT_TRUE(wz::extend(fd.fd, 1 << 20).ok());
-    const wz::status smaller = wz::extend(fd.fd, 4096);
+    EXPECT_TRUE(wz::extend(fd.get(), 1 << 20).ok());
+    const wz::status smaller = wz::extend(fd.get(), 4096);
     ASSERT_FALSE(smaller.ok());
     EXPECT_EQ(smaller.code(), std::errc::invalid_argument);
     EXPECT_NE(smaller.error().message.find("never truncates"), std::string::npos) << smaller.error().message;
@@ -209,9 +198,9 @@ TEST(rezero, recycles_inside_the_file_only) {
     const std::string f = d.path() / "wal";
     const std::string data = pattern(1 << 20);
     write_file(f, data);
-    fd_guard fd(::open(f.c_str(), O_RDWR | O_CLOEXEC));
+    wz::unique_fd fd(::open(f.c_str(), O_RDWR | O_CLOEXEC));
     wz::preallocate_report rep;
-    const wz::status st = wz::rezero(fd.fd, 65536, 3 * 65536, {}, &rep);
+    const wz::status st = wz::rezero(fd.get(), 65536, 3 * 65536, {}, &rep);
     ASSERT_TRUE(st.ok()) << st.error().message;
     EXPECT_EQ(rep.verified, std::optional<bool>(true));
     EXPECT_EQ(rep.bytes_by_method[wz::zero_method::kernel], 0U);  // never FALLOC_FL_WRITE_ZEROES
@@ -221,13 +210,13 @@ TEST(rezero, recycles_inside_the_file_only) {
     EXPECT_TRUE(all_zero(c, 65536, 4 * 65536));
     EXPECT_TRUE(c.substr(4 * 65536) == data.substr(4 * 65536)) << "bytes after the range changed";
 
-    const wz::status past = wz::rezero(fd.fd, (1 << 20) - 4096, 8192);
+    const wz::status past = wz::rezero(fd.get(), (1 << 20) - 4096, 8192);
     ASSERT_FALSE(past.ok());
     EXPECT_EQ(past.code(), std::errc::invalid_argument);
-    EXPECT_EQ(wz::rezero(fd.fd, 0, 0).code(), std::errc::invalid_argument);
+    EXPECT_EQ(wz::rezero(fd.get(), 0, 0).code(), std::errc::invalid_argument);
     wz::preallocate_options k;
     k.method = wz::method_request::kernel;
-    EXPECT_EQ(wz::rezero(fd.fd, 0, 4096, k).code(), std::errc::invalid_argument);
+    EXPECT_EQ(wz::rezero(fd.get(), 0, 4096, k).code(), std::errc::invalid_argument);
     EXPECT_EQ(contents(f).size(), data.size());
 }
 
@@ -237,31 +226,31 @@ TEST(zero_range, refuses_descriptors_it_cannot_write_as_asked) {
     const std::string data = pattern(65536);
     write_file(f, data);
     {
-        fd_guard ro(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
-        EXPECT_EQ(wz::zero_range(ro.fd, 0, 4096).code(), std::errc::bad_file_descriptor);
-        EXPECT_EQ(wz::extend(ro.fd, 1 << 20).code(), std::errc::bad_file_descriptor);
-        EXPECT_EQ(wz::rezero(ro.fd, 0, 4096).code(), std::errc::bad_file_descriptor);
+        wz::unique_fd ro(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
+        EXPECT_EQ(wz::zero_range(ro.get(), 0, 4096).code(), std::errc::bad_file_descriptor);
+        EXPECT_EQ(wz::extend(ro.get(), 1 << 20).code(), std::errc::bad_file_descriptor);
+        EXPECT_EQ(wz::rezero(ro.get(), 0, 4096).code(), std::errc::bad_file_descriptor);
     }
     {
         // pwrite on an O_APPEND description appends whatever the offset: refused.
-        fd_guard ap(::open(f.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
-        const wz::status st = wz::zero_range(ap.fd, 0, 4096);
+        wz::unique_fd ap(::open(f.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+        const wz::status st = wz::zero_range(ap.get(), 0, 4096);
         EXPECT_EQ(st.code(), std::errc::invalid_argument);
-        EXPECT_EQ(wz::extend(ap.fd, 1 << 20).code(), std::errc::invalid_argument);
-        EXPECT_EQ(wz::rezero(ap.fd, 0, 4096).code(), std::errc::invalid_argument);
+        EXPECT_EQ(wz::extend(ap.get(), 1 << 20).code(), std::errc::invalid_argument);
+        EXPECT_EQ(wz::rezero(ap.get(), 0, 4096).code(), std::errc::invalid_argument);
     }
     {
         int p[2];
         ASSERT_EQ(::pipe(p), 0);
-        fd_guard r(p[0]), w(p[1]);
-        EXPECT_FALSE(wz::zero_range(w.fd, 0, 4096).ok());
-        EXPECT_FALSE(wz::extend(w.fd, 4096).ok());
-        EXPECT_FALSE(wz::rezero(w.fd, 0, 4096).ok());
-        fd_guard s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        EXPECT_FALSE(wz::zero_range(s.fd, 0, 4096).ok());
-        fd_guard dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        EXPECT_FALSE(wz::zero_range(dir.fd, 0, 4096).ok());
-        EXPECT_FALSE(wz::extend(dir.fd, 4096).ok());
+        wz::unique_fd r(p[0]), w(p[1]);
+        EXPECT_FALSE(wz::zero_range(w.get(), 0, 4096).ok());
+        EXPECT_FALSE(wz::extend(w.get(), 4096).ok());
+        EXPECT_FALSE(wz::rezero(w.get(), 0, 4096).ok());
+        wz::unique_fd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_FALSE(wz::zero_range(s.get(), 0, 4096).ok());
+        wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        EXPECT_FALSE(wz::zero_range(dir.get(), 0, 4096).ok());
+        EXPECT_FALSE(wz::extend(dir.get(), 4096).ok());
     }
     EXPECT_TRUE(contents(f) == data) << "the file changed";
 }
@@ -270,11 +259,11 @@ TEST(zero_range, without_sync_still_written_and_verified) {
     scratch_dir d("wz_lifecycle");
     const std::string f = d.path() / "x";
     write_file(f, pattern(65536));
-    fd_guard fd(::open(f.c_str(), O_RDWR | O_CLOEXEC));
+    wz::unique_fd fd(::open(f.c_str(), O_RDWR | O_CLOEXEC));
     wz::preallocate_options o;
     o.sync = false;
     wz::preallocate_report rep;
-    const wz::status st = wz::zero_range(fd.fd, 65536, 1 << 20, o, &rep);
+    const wz::status st = wz::zero_range(fd.get(), 65536, 1 << 20, o, &rep);
     ASSERT_TRUE(st.ok()) << st.error().message;
     EXPECT_FALSE(rep.flushed);
     EXPECT_EQ(rep.verified, std::optional<bool>(true));
