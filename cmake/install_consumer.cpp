@@ -41,6 +41,10 @@ void check_names() {
     check(std::string(wz::to_string(wz::cache_mode::write_back)) == "write-back", "to_string(cache_mode)");
     check(std::string(wz::to_string(wz::durability_mode::flush)) == "flush", "to_string(durability_mode)");
     check(std::string(wz::to_string(wz::completion_mode::adaptive)) == "adaptive", "to_string(completion_mode)");
+    check(std::string(wz::to_string(wz::io_engine::psync)) == "psync", "to_string(io_engine)");
+    // Automatic keeps whatever the environment (WZERO_ENGINE) or the probe chose.
+    check(wz::select_io_engine(wz::io_engine_request::automatic).ok(), "select_io_engine(automatic)");
+    check(!wz::current_io_engine().reason.empty(), "current_io_engine() gives a reason");
 }
 
 void check_zeroing(const std::string& file) {

@@ -37,6 +37,19 @@ const char *wz_last_error(void);
 /* Release memory returned by the library. */
 void wz_free(void *p);
 
+/* The I/O engine of the process: io_uring, or psync (a thread pool doing pwrite/fdatasync
+ * and NVMe passthrough through the ioctl) where io_uring cannot be set up. Chosen once, at
+ * the first call that does I/O: by wz_io_engine(WZ_ENGINE_IO_URING or WZ_ENGINE_PSYNC)
+ * before that, else by the environment variable WZERO_ENGINE ("io_uring", "psync", "auto"),
+ * else automatically (see wz_io_engine(3)). */
+enum wz_io_engine_kind { WZ_ENGINE_AUTO = 0, WZ_ENGINE_IO_URING = 1, WZ_ENGINE_PSYNC = 2 };
+
+/* Selects the engine (REQUEST other than WZ_ENGINE_AUTO) and returns the one in use,
+ * WZ_ENGINE_IO_URING or WZ_ENGINE_PSYNC; if REASON is not NULL, why (NUL-terminated,
+ * truncated to REASON_LEN). -EBUSY when another engine was chosen already, -EINVAL for an
+ * unknown REQUEST. */
+int wz_io_engine(int request, char *reason, size_t reason_len);
+
 /* ------------------------------------------------------------------------------------ */
 /* Zeroing                                                                               */
 /* ------------------------------------------------------------------------------------ */

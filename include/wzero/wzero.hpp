@@ -72,6 +72,40 @@ private:
 };
 
 // ---------------------------------------------------------------------------
+// The I/O engine (one per process)
+// ---------------------------------------------------------------------------
+// Data writes of zeroes, the NVMe passthrough commands and the writer's asynchronous API run
+// on one of two engines with the same guarantees: io_uring, or psync, a small thread pool
+// doing pwrite/fdatasync and NVMe passthrough through the ioctl. psync is for where io_uring
+// cannot be set up: kernel.io_uring_disabled, a seccomp profile refusing io_uring_setup (the
+// default of Docker, containerd and podman), no CONFIG_IO_URING, RLIMIT_MEMLOCK on kernels
+// before 5.12, too few descriptors.
+enum class io_engine { io_uring, psync };
+[[nodiscard]] const char* to_string(io_engine e) noexcept;  // "io_uring" / "psync"
+enum class io_engine_request { automatic, io_uring, psync };
+
+struct io_engine_info {
+    io_engine engine = io_engine::io_uring;
+    // Why this one: "io_uring set up", "forced (WZERO_ENGINE=psync)", "io_uring setup:
+    // Operation not permitted (kernel.io_uring_disabled=2)", ...
+    std::string reason;
+    bool forced = false;  // asked for by select_io_engine() or WZERO_ENGINE, not probed
+};
+
+// The engine is chosen once per process, at the first call that needs one (or here):
+// select_io_engine() if it was called, else the environment variable WZERO_ENGINE
+// ("io_uring", "psync" or "auto"), else automatic: io_uring when a ring can be set up and the
+// kernel has the opcodes used (IORING_OP_WRITE), psync otherwise. Automatic also moves to
+// psync, once and for the rest of the process, when a later ring setup is refused for a reason
+// that will not go away (EPERM, ENOSYS, EMFILE, ENFILE, ENOMEM); io_uring asked for
+// explicitly never falls back: its setup errors are returned.
+// select_io_engine() after the choice was made returns EBUSY unless it asks for the same
+// engine (or automatic); an unknown WZERO_ENGINE value makes current_io_engine() say so in
+// its reason and choose automatically (the CLI refuses it instead).
+status select_io_engine(io_engine_request request);
+[[nodiscard]] io_engine_info current_io_engine();
+
+// ---------------------------------------------------------------------------
 // Capability record (wz::stat)
 // ---------------------------------------------------------------------------
 
@@ -211,6 +245,7 @@ struct capabilities {
     std::map<zero_method, method_assessment> methods;
     std::optional<zero_method> recommended_method;
     std::string recommended_reason;
+    io_engine_info io;                           // the engine this process uses for I/O
     unknown_reasons unknown;
 };
 
@@ -287,6 +322,7 @@ struct preallocate_report {
     std::uint64_t bytes_done = 0;
     std::uint64_t device_commands = 0;  // NVMe commands, write syscalls/SQEs, fallocate/ioctl calls
     std::string passthrough_path;       // "uring_cmd" or "ioctl" when NVMe commands were sent
+    std::string io_engine;              // "io_uring" or "psync" when data writes or NVMe commands were sent
     bool flushed = false;
     // A regular file whose data is copy-on-write (btrfs without No_COW, bcachefs, zfs): zeroes
     // written into it went to new extents, not in place over the old ones.

@@ -6,8 +6,11 @@
 #include "capi/capi_internal.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <limits>
+
+#include <fmt/format.h>
 
 namespace wz::capi {
 
@@ -124,6 +127,30 @@ using wz::capi::set_last_error;
 extern "C" {
 
 const char* wz_version(void) { return wz::version(); }
+
+int wz_io_engine(int request, char* reason, size_t reason_len) {
+    try {
+        if (request != WZ_ENGINE_AUTO) {
+            if (request != WZ_ENGINE_IO_URING && request != WZ_ENGINE_PSYNC) {
+                return wz::capi::fail(EINVAL, fmt::format("wz_io_engine: unknown request {}", request));
+            }
+            const wz::status st = wz::select_io_engine(request == WZ_ENGINE_PSYNC ? wz::io_engine_request::psync
+                                                                                  : wz::io_engine_request::io_uring);
+            if (!st.ok()) {
+                return wz::capi::fail(st.error());
+            }
+        }
+        const wz::io_engine_info e = wz::current_io_engine();
+        if (reason != nullptr && reason_len > 0) {
+            const std::size_t n = std::min(e.reason.size(), reason_len - 1);
+            std::memcpy(reason, e.reason.data(), n);
+            reason[n] = '\0';
+        }
+        return e.engine == wz::io_engine::psync ? WZ_ENGINE_PSYNC : WZ_ENGINE_IO_URING;
+    } catch (...) {
+        return wz::capi::fail(ENOMEM, "wz_io_engine: out of memory");
+    }
+}
 
 const char* wz_last_error(void) {
     // c_str() of a thread_local string does not throw; "" until the first failure.

@@ -971,6 +971,28 @@ static void *fail_on_thread(void *arg) {
     return seen;
 }
 
+/* Run first: after the first I/O the engine is fixed. The ctest runs this program once as is
+ * and once with WZERO_ENGINE=psync, so everything after runs on both engines. */
+static void test_io_engine(void) {
+    char reason[256];
+    char tiny[8];
+    const char *env = getenv("WZERO_ENGINE");
+    int e = wz_io_engine(WZ_ENGINE_AUTO, reason, sizeof reason);
+    check(e == WZ_ENGINE_IO_URING || e == WZ_ENGINE_PSYNC, "wz_io_engine(AUTO) names an engine");
+    check(reason[0] != '\0', "wz_io_engine gives a reason");
+    if (env != NULL && strcmp(env, "psync") == 0) {
+        check(e == WZ_ENGINE_PSYNC && strcmp(reason, "forced (WZERO_ENGINE=psync)") == 0,
+              "WZERO_ENGINE=psync forces psync");
+    }
+    check(wz_io_engine(e, NULL, 0) == e, "selecting the engine in use again is fine");
+    check(wz_io_engine(e == WZ_ENGINE_PSYNC ? WZ_ENGINE_IO_URING : WZ_ENGINE_PSYNC, NULL, 0) == -EBUSY,
+          "selecting the other engine after the choice is -EBUSY");
+    check(strstr(wz_last_error(), "was chosen already") != NULL, "... and wz_last_error says why");
+    check(wz_io_engine(7, NULL, 0) == -EINVAL, "an unknown request is -EINVAL");
+    check(wz_io_engine(WZ_ENGINE_AUTO, tiny, sizeof tiny) == e && strlen(tiny) == sizeof tiny - 1,
+          "the reason is truncated to the buffer, NUL included");
+}
+
 static void test_last_error_per_thread(void) {
     char mine[PATH_MAX];
     char theirs[PATH_MAX];
@@ -1016,6 +1038,7 @@ int main(int argc, char **argv) {
 
     check(wz_last_error() != NULL && wz_last_error()[0] == '\0', "wz_last_error is \"\" before any failure");
     umask(022);
+    test_io_engine();
     test_stat();
     test_last_error_per_thread();
     test_writer();

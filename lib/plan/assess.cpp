@@ -252,12 +252,19 @@ method_assessment assess_zeroout(const capabilities& caps) {
     return yes("no device Write Zeroes: the kernel writes zero pages");
 }
 
-method_assessment assess_write(const capabilities& caps) {
-    if (caps.dio) {
-        return yes(fmt::format("O_DIRECT writes of zeroes (alignment: memory {}, offset {} bytes)", caps.dio->mem_align,
-                               caps.dio->offset_align));
+method_assessment assess_write(const capabilities& caps, const assess_inputs& in) {
+    if (caps.io.engine == io_engine::io_uring && in.io_uring_refused) {
+        return no(fmt::format("io_uring was asked for ({}) and cannot be set up: {}", caps.io.reason,
+                              *in.io_uring_refused));
     }
-    return yes("buffered writes of zeroes (O_DIRECT is not supported here)");
+    const std::string engine = caps.io.engine == io_engine::io_uring
+                                   ? std::string("io_uring")
+                                   : fmt::format("psync threads ({})", caps.io.reason);
+    if (caps.dio) {
+        return yes(fmt::format("O_DIRECT writes of zeroes through {} (alignment: memory {}, offset {} bytes)", engine,
+                               caps.dio->mem_align, caps.dio->offset_align));
+    }
+    return yes(fmt::format("buffered writes of zeroes through {} (O_DIRECT is not supported here)", engine));
 }
 
 method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m) {
@@ -266,7 +273,7 @@ method_assessment assess_method(const capabilities& caps, const assess_inputs& i
     case zero_method::nvme_deac: return assess_nvme(caps, in, true);
     case zero_method::nvme: return assess_nvme(caps, in, false);
     case zero_method::zeroout: return assess_zeroout(caps);
-    case zero_method::write: return assess_write(caps);
+    case zero_method::write: return assess_write(caps, in);
     }
     return unknown("not assessed");
 }
@@ -294,6 +301,8 @@ void assess(capabilities& caps, const assess_inputs& in) {
     if (usable(zero_method::kernel)) {
         caps.recommended_method = zero_method::kernel;
         caps.recommended_reason = "the kernel zeroes by deallocation and converts the extents in one call";
+    } else if (!usable(zero_method::write)) {
+        caps.recommended_reason = "no method can run here: " + caps.methods[zero_method::write].reason;
     } else {
         caps.recommended_method = zero_method::write;
         caps.recommended_reason =

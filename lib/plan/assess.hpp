@@ -27,6 +27,8 @@ struct assess_inputs {
     // May this process send NVMe I/O passthrough commands to the namespace's char device?
     // (CAP_SYS_ADMIN, or the device opened for write: Linux 6.2+ nvme_cmd_allowed).
     std::optional<bool> may_passthrough;
+    // io_uring was asked for (caps.io.forced) and cannot be set up here: why (probe_io_uring).
+    std::optional<std::string> io_uring_refused;
 };
 
 // Fills caps.cache.effective/flush_needed (with reasons), caps.methods and
@@ -41,6 +43,6 @@ void assess_cache(capabilities& caps);
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in);
 method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in, bool with_deac);
 method_assessment assess_zeroout(const capabilities& caps);
-method_assessment assess_write(const capabilities& caps);
+method_assessment assess_write(const capabilities& caps, const assess_inputs& in);
 
 }  // namespace wz::plan

@@ -58,8 +58,8 @@ capabilities raw_nvme(std::uint8_t dlfeat, bool vwc_present, std::optional<bool>
     return c;
 }
 
-const assess_inputs new_kernel{kernel_version{7, 2}, true};
-const assess_inputs old_kernel{kernel_version{6, 1}, true};
+const assess_inputs new_kernel{kernel_version{7, 2}, true, std::nullopt};
+const assess_inputs old_kernel{kernel_version{6, 1}, true, std::nullopt};
 
 TEST(KernelRelease, Parses) {
     auto v = parse_kernel_release("6.17.0-rc3-amd64");
@@ -200,7 +200,7 @@ TEST(Methods, DeacOnlyWithWzdsAndZeroReads) {
 
 TEST(Methods, PassthroughNeedsPrivilegeAndWriteZeroes) {
     auto c = raw_nvme(0x09, true, true);
-    assess(c, assess_inputs{kernel_version{7, 2}, false});
+    assess(c, assess_inputs{kernel_version{7, 2}, false, std::nullopt});
     EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
     EXPECT_NE(c.methods[zero_method::nvme_deac].reason.find("CAP_SYS_ADMIN"), std::string::npos);
     // The kernel path (fallocate on the block device) is then the best.
@@ -257,6 +257,25 @@ TEST(Methods, ZerooutOnBlockDevicesOnly) {
     assess(c, new_kernel);
     EXPECT_EQ(c.methods[zero_method::zeroout].usable, true);
     EXPECT_NE(c.methods[zero_method::zeroout].reason.find("zero pages"), std::string::npos);
+}
+
+TEST(Methods, WriteNamesTheEngineAndRefusesAForcedIoUringThatCannotRun) {
+    auto c = raw_nvme(0x09, true, true);
+    c.io = io_engine_info{io_engine::psync, "io_uring setup: Operation not permitted (kernel.io_uring_disabled=2)",
+                          false};
+    assess(c, new_kernel);
+    EXPECT_EQ(c.methods[zero_method::write].usable, true);
+    EXPECT_NE(c.methods[zero_method::write].reason.find("psync threads (io_uring setup: Operation not permitted"),
+              std::string::npos)
+        << c.methods[zero_method::write].reason;
+
+    c.io = io_engine_info{io_engine::io_uring, "forced (WZERO_ENGINE=io_uring)", true};
+    assess(c, assess_inputs{kernel_version{7, 2}, true, std::string("io_uring setup: Operation not permitted")});
+    EXPECT_EQ(c.methods[zero_method::write].usable, false);
+    EXPECT_NE(c.methods[zero_method::write].reason.find("cannot be set up: io_uring setup: Operation not permitted"),
+              std::string::npos)
+        << c.methods[zero_method::write].reason;
+    EXPECT_NE(c.recommended_method, zero_method::write);
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ capabilities nvme_file(std::uint8_t dlfeat, const std::string& fstype = "ext4") 
     n.vwc_present = true;
     n.vwc_enabled = true;
     c.nvme = n;
-    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    assess(c, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
     return c;
 }
 
@@ -379,7 +379,7 @@ TEST(PlanFile, FirstStage) {
 
     c.write_zeroes.unmap = true;
     c.write_zeroes.unmap_max_bytes = 1 << 20;
-    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    assess(c, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
     req.method = method_request::automatic;
     EXPECT_TRUE(plan_file_first_stage(c, req)->try_kernel);
     req.method = method_request::write;
@@ -394,7 +394,7 @@ TEST(PlanFile, NoFallocateMeansDataWritesAllocate) {
     c.fs->fallocate_reason = "ext2 file mapped by indirect blocks";
     c.write_zeroes.unmap = true;
     c.write_zeroes.unmap_max_bytes = 1 << 20;
-    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    assess(c, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
     EXPECT_EQ(c.methods[zero_method::kernel].usable, false);
     EXPECT_EQ(c.recommended_method, zero_method::write);
 
@@ -486,7 +486,7 @@ TEST(MethodOrder, BlockDeviceWithoutDlfeat) {
     c.nvme->deac.reset();
     c.write_zeroes.unmap = true;
     c.write_zeroes.unmap_max_bytes = 1 << 20;
-    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    assess(c, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
     EXPECT_FALSE(c.methods[zero_method::nvme_deac].usable.has_value());
     EXPECT_EQ(c.methods[zero_method::nvme].usable, true);
     EXPECT_EQ(c.methods[zero_method::kernel].usable, true);
@@ -507,7 +507,7 @@ TEST(PlanBlock, PassthroughFirstThenChain) {
     c.device->partition = false;
     c.device->partition_start_bytes = 0;
     c.size_bytes = 1 << 30;
-    assess(c, assess_inputs{kernel_version{7, 2}, true});
+    assess(c, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
     request req{4096, 1 << 20};
     auto p = plan_block_device(c, req);
     ASSERT_TRUE(p) << p.error().message;
@@ -524,7 +524,7 @@ TEST(PlanBlock, PassthroughFirstThenChain) {
     EXPECT_FALSE(plan_block_device(c, past));
 
     // No passthrough privilege: the kernel's path is next, then BLKZEROOUT.
-    assess(c, assess_inputs{kernel_version{7, 2}, false});
+    assess(c, assess_inputs{kernel_version{7, 2}, false, std::nullopt});
     p = plan_block_device(c, req);
     ASSERT_TRUE(p);
     EXPECT_EQ(p->operations.at(0).kind, op_kind::zeroout);  // no unmap: kernel unusable
@@ -609,7 +609,7 @@ TEST_P(EdgePages, DirectOnlyOnWholePagesEdgesBuffered) {
         c.device->partition = false;
         c.device->partition_start_bytes = 0;
         c.size_bytes = 1 << 30;
-        assess(c, assess_inputs{kernel_version{7, 2}, true});
+        assess(c, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
         req.method = row.target == edge_target::block_writes    ? method_request::write
                      : row.target == edge_target::block_zeroout ? method_request::zeroout
                                                                 : method_request::nvme;
@@ -728,7 +728,7 @@ TEST(MayZeroInPlace, FollowsTheInPlaceRule) {
     EXPECT_FALSE(may_zero_in_place(nvme_file(0x09, "btrfs"), request{}));
     capabilities plain = nvme_ext4;
     plain.nvme.reset();
-    assess(plain, assess_inputs{kernel_version{7, 2}, true});
+    assess(plain, assess_inputs{kernel_version{7, 2}, true, std::nullopt});
     EXPECT_FALSE(may_zero_in_place(plain, request{}));
 }
 

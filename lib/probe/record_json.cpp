@@ -129,6 +129,7 @@ std::string to_json(const capabilities& c, int indent) {
     j["methods"] = methods;
     j["recommended_method"] = c.recommended_method ? json(to_string(*c.recommended_method)) : json(nullptr);
     j["recommended_reason"] = c.recommended_reason;
+    j["io"] = {{"engine", to_string(c.io.engine)}, {"reason", c.io.reason}, {"forced", c.io.forced}};
     json unknown = json::object();
     for (const auto& [k, v] : c.unknown) {
         unknown[k] = v;

@@ -4,6 +4,7 @@
 // (sysfs limits, NVMe identify data, the write cache feature) are cached per dev_t,
 // because they cost admin commands and change only on Set Features or hotplug.
 
+#include "io/engine_select.hpp"
 #include "plan/assess.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
@@ -186,6 +187,10 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     in.kernel = plan::parse_kernel_release(caps.kernel_release);
     if (caps.nvme && !caps.nvme->char_device.empty()) {
         in.may_passthrough = may_passthrough(caps.nvme->char_device.c_str());
+    }
+    caps.io = current_io_engine();
+    if (caps.io.engine == io_engine::io_uring && caps.io.forced) {
+        in.io_uring_refused = io::probe_io_uring();
     }
     plan::assess(caps, in);
     return caps;

@@ -138,6 +138,7 @@ void print_human(const wz::capabilities& c) {
         t.add(fmt::format("  {}", wz::to_string(m)),
               fmt::format("{:<7} {}", a.usable ? (*a.usable ? "usable" : "no") : "unknown", a.reason));
     }
+    t.add("I/O engine", fmt::format("{}: {}", wz::to_string(c.io.engine), c.io.reason));
     t.add("recommended", c.recommended_method
                              ? fmt::format("{}: {}", wz::to_string(*c.recommended_method), c.recommended_reason)
                              : std::string("none"));

@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 
+#include "io/engine_select.hpp"
 #include "util/errors.hpp"
 
 #include <wzero/wzero.hpp>
@@ -18,6 +19,7 @@
 #include <exception>
 #include <system_error>
 #include <iostream>
+#include <string_view>
 
 namespace wzcli {
 
@@ -107,6 +109,14 @@ int run(int argc, char** argv) {
         return std::string(e.what()) + "\nTry 'wzero --help' for more information.\n";
     });
 
+    // For every command, before or after its name (fallthrough): the process's I/O engine.
+    std::string engine;
+    app.add_option("--engine", engine,
+                   "I/O engine: io_uring, psync (a thread pool doing pwrite/fdatasync and the NVMe ioctl) or "
+                   "auto (io_uring where it can be set up; the default, also from WZERO_ENGINE)")
+        ->check(CLI::IsMember({"io_uring", "psync", "auto"}));
+    app.fallthrough();
+
     wzcli::stat_args stat;
     wzcli::add_stat_command(app, stat);
     wzcli::alloc_args alloc;
@@ -130,6 +140,23 @@ int run(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         (void)app.exit(e);  // wz: ignored-error (prints the message; our status is 1, not CLI11's)
         return wzcli::exit_failure;
+    }
+    if (!engine.empty()) {
+        const auto req = engine == "psync"      ? wz::io_engine_request::psync
+                         : engine == "io_uring" ? wz::io_engine_request::io_uring
+                                                : wz::io_engine_request::automatic;
+        if (auto st = wz::io::select_engine(req, "--engine " + engine); !st.ok()) {
+            wzcli::print_error(st.error().message);
+            return wzcli::exit_failure;
+        }
+    } else if (const char* env = std::getenv("WZERO_ENGINE"); env != nullptr && *env != '\0') {
+        const std::string_view v(env);
+        if (v != "io_uring" && v != "psync" && v != "auto") {
+            wzcli::print_error(fmt::format("invalid WZERO_ENGINE '{}': must be io_uring, psync or auto\n"
+                                           "Try 'wzero --help' for more information.",
+                                           v));
+            return wzcli::exit_failure;
+        }
     }
     if (app.got_subcommand("stat")) {
         return wzcli::run_stat(stat);
