@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Every test: installs what is missing, builds with warnings as errors, runs the unit tests
-# (ctest), the fstests on the host (ext4, xfs, btrfs, tmpfs on loop devices) and the fstests
-# in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels). Run as root.
-# Before the total, the counts per layer (unit, host fstests, VM fstests) and the VM tests
-# retried after a rig stall; the last line is the total: "total: N passed, N failed, N skipped".
+# (ctest), the fstests on the host (ext4, xfs, btrfs, tmpfs on loop devices), the fstests
+# in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels), and the host
+# fstests once more with the psync I/O engine forced (WZERO_ENGINE=psync). Run as root.
+# Before the total, the counts per layer (unit, host fstests, VM fstests, host fstests with
+# psync) and the VM tests retried after a rig stall; the last line is the total: "total: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$repo/tools/install-deps.sh" || exit 1
@@ -55,12 +56,29 @@ fi
 read -r f_pass _ f_fail _ f_skip _ f_retry _ <<<"${f_line:-0 passed, 1 failed, 0 skipped, 0 retried}"
 f_retry=${f_retry:-0}
 
+# The whole host suite again on the second engine: what runs where io_uring is refused
+# (containers' default seccomp profiles, kernel.io_uring_disabled).
+echo "== fstests on the host with the psync engine (WZERO_ENGINE=psync)"
+fst_log=$(mktemp)
+"$repo/fstests/check" "$@" --no-vm --engine psync | tee "$fst_log"
+p_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$fst_log" | tail -n 1)
+ph_line=$(sed -n 's/^host fstests (psync): \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fst_log" | tail -n 1)
+rm -f "$fst_log"
+if [ -z "$p_line" ]; then
+	echo "test-all: fstests/check --engine psync printed no summary" >&2
+fi
+read -r p_pass _ p_fail _ p_skip _ <<<"${p_line:-0 passed, 1 failed, 0 skipped}"
+f_pass=$((f_pass + p_pass))
+f_fail=$((f_fail + p_fail))
+f_skip=$((f_skip + p_skip))
+
 pass=$((u_pass + f_pass))
 fail=$((u_fail + f_fail))
 skip=$((u_skip + f_skip))
 echo
 echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
 echo "host fstests: ${h_line:-(no count)}"
+echo "host fstests (psync): ${ph_line:-(no count)}"
 echo "VM fstests: ${v_line:-(no count)}"
 echo "retried after a rig stall: $f_retry"
 echo "total: $pass passed, $fail failed, $skip skipped"
