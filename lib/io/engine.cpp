@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Data zeroing: one shared zero buffer written at queue depth through io_uring.
+// Data zeroing: one shared zero buffer written at queue depth, through the process's engine
+// (io_uring here, psync in psync_engine.cpp).
 #include "io/engine.hpp"
 
+#include "io/engine_impl.hpp"
+#include "io/engine_select.hpp"
 #include "io/ring.hpp"
 #include "util/errors.hpp"
 
@@ -74,47 +77,8 @@ zero_buffer::~zero_buffer() {
 
 namespace {
 
-using std::chrono::nanoseconds;
-using steady = std::chrono::steady_clock;
-
-// Charged before each submission. Starts empty so that the average from the very start
-// holds (a full bucket would let the first chunk through free); holds at most one chunk so
-// that idle time does not turn into a burst.
-class token_bucket {
-public:
-    token_bucket(std::uint64_t bytes_per_second, std::uint64_t capacity_bytes)
-        : rate_(static_cast<double>(bytes_per_second)), capacity_(static_cast<double>(capacity_bytes)),
-          last_(steady::now()) {}
-
-    // nullopt when `bytes` were taken; else how long until they will be there.
-    std::optional<nanoseconds> take(std::uint64_t bytes) {
-        if (rate_ <= 0) {
-            return std::nullopt;
-        }
-        const auto now = steady::now();
-        const double elapsed_s = std::chrono::duration<double>(now - last_).count();
-        last_ = now;
-        tokens_ = std::min(capacity_, tokens_ + elapsed_s * rate_);
-        const auto need = static_cast<double>(bytes);
-        if (tokens_ >= need) {
-            tokens_ -= need;
-            return std::nullopt;
-        }
-        const double wait_ns = std::ceil((need - tokens_) / rate_ * 1e9);
-        return nanoseconds(std::max<std::int64_t>(static_cast<std::int64_t>(wait_ns), 1000));
-    }
-
-private:
-    double rate_;
-    double capacity_;
-    double tokens_ = 0;
-    steady::time_point last_;
-};
-
-// Longest sleep between looks at the caller's cancel while the rate limit holds writes back:
-// the wait for one chunk can be days (1 MiB at --rate 1 is 12 days), and a SIGINT must end
-// the run at once, not after it.
-constexpr nanoseconds rate_wait_slice = std::chrono::milliseconds(50);
+using detail::nanoseconds;
+using detail::rate_wait_slice;
 
 // The offset alignment O_DIRECT needs on this fd. statx reports it for files since Linux 6.1
 // and for block devices since 6.11; older block devices: the logical block size. 512 is the
@@ -135,74 +99,28 @@ std::uint32_t direct_offset_align(int fd) {
     return 512;
 }
 
-struct write_op {
-    std::uint64_t chunk = 0;      // index of the chunk this write belongs to
-    std::uint64_t offset = 0;     // absolute file offset of what is left of the chunk
-    std::uint64_t remaining = 0;  // bytes left (short writes shrink it)
-    bool live = false;            // submitted or queued, not yet finished with
-};
-
-// Beyond a few thousand writes in flight nothing is gained for zeroing; the ring and the op
-// table would only grow (the kernel's own cap is 32768 entries).
-constexpr unsigned max_queue_depth = 4096;
-
-class zero_writer {
+// The io_uring side of a write_zeroes run: SQEs from the tracker's ops, CQEs back into it.
+class uring_zero_writer {
 public:
-    zero_writer(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate)
-        : req_(req), progress_(progress), bucket_(rate.bytes_per_second, req.chunk_bytes),
-          chunks_((req.length + req.chunk_bytes - 1) / req.chunk_bytes) {}
+    uring_zero_writer(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate)
+        : req_(req), t_(req, progress, rate) {}
 
-    result<io_outcome> run(io_outcome& out);
+    // Sets `setup_errno` (with the error returned) when the ring cannot be set up: then
+    // nothing was written and the caller may take the request elsewhere. `depth`: the
+    // ring's entries.
+    result<io_outcome> run(io_outcome& out, int& setup_errno, unsigned& depth);
 
 private:
-    [[nodiscard]] std::uint64_t chunk_start(std::uint64_t chunk) const { return req_.offset + chunk * req_.chunk_bytes; }
-    [[nodiscard]] std::uint64_t chunk_length(std::uint64_t chunk) const {
-        return std::min<std::uint64_t>(req_.chunk_bytes, req_.offset + req_.length - chunk_start(chunk));
-    }
     void prep(io_uring* r, unsigned index);
-    void complete(io_uring* r, const io_uring_cqe& cqe);
-    void abandon(const write_op& op, int errnum);
-    void release(unsigned index) {
-        ops_[index].live = false;
-        free_ops_.push_back(index);
-    }
-    [[nodiscard]] std::uint64_t contiguous_done();
-    // Reports newly completed bytes (possibly none) and stops the run if the caller cancels.
-    void report_progress();
 
     const zero_write_request& req_;
-    const progress_fn& progress_;
-    token_bucket bucket_;
-    const std::uint64_t chunks_;
-
+    detail::zero_tracker t_;
     std::optional<zero_buffer> buffer_;
     bool fixed_ = false;
-    std::vector<write_op> ops_;
-    std::vector<unsigned> free_ops_;
-    std::uint64_t commands_ = 0;
-    std::uint64_t newly_done_ = 0;  // bytes completed since the last progress call
-
-    // bytes_done bookkeeping. Chunks are issued in order; `low_` is the first chunk not known
-    // complete, `complete_above_` those above it that are. A chunk's written part is always a
-    // prefix (short writes resubmit the rest), so the exact contiguous count is
-    // chunk_start(low_) + the prefix of chunk low_, taken from its in-flight op or from
-    // where it was abandoned.
-    std::uint64_t low_ = 0;
-    std::set<std::uint64_t> complete_above_;
-    std::optional<std::uint64_t> lowest_abandoned_;  // absolute offset
-
-    // The lowest failing range wins: it is the one that bounds bytes_done.
-    struct failure {
-        std::uint64_t offset, length;
-        int errnum;
-    };
-    std::optional<failure> failure_;
-    bool stop_ = false;
-    bool cancelled_ = false;
 };
 
-void zero_writer::prep(io_uring* r, unsigned index) {
-    const write_op& op = ops_[index];
+void uring_zero_writer::prep(io_uring* r, unsigned index) {
+    const detail::write_op& op = t_.op(index);
     // The caller only preps with a free op, and there are no more ops than SQ entries.
     io_uring_sqe* sqe = io_uring_get_sqe(r);
     // Always from the start of the buffer: every byte of it is zero, and WRITE_FIXED
@@ -215,77 +133,14 @@ void zero_writer::prep(io_uring* r, unsigned index) {
         io_uring_prep_write(sqe, req_.fd, src, len, op.offset);
     }
     io_uring_sqe_set_data64(sqe, index);
-    ++commands_;
+    t_.issued();
 }
 
-void zero_writer::abandon(const write_op& op, int errnum) {
-    if (!lowest_abandoned_ || op.offset < *lowest_abandoned_) {
-        lowest_abandoned_ = op.offset;
-    }
-    if (errnum != 0 && (!failure_ || op.offset < failure_->offset)) {
-        failure_ = failure{op.offset, op.remaining, errnum};
-    }
-}
-
-// Returns with the op either resubmitted (short write) or back on the free list.
-void zero_writer::complete(io_uring* r, const io_uring_cqe& cqe) {
-    const auto index = static_cast<unsigned>(io_uring_cqe_get_data64(&cqe));
-    write_op& op = ops_[index];
-    if (cqe.res <= 0) {
-        // A zero-byte write of a non-empty range would be resubmitted forever: call it EIO.
-        abandon(op, cqe.res == 0 ? EIO : -cqe.res);
-        stop_ = true;
-        release(index);
-        return;
-    }
-    const auto written = static_cast<std::uint64_t>(cqe.res);
-    newly_done_ += written;
-    op.offset += written;
-    op.remaining -= written;
-    if (op.remaining == 0) {
-        complete_above_.insert(op.chunk);
-        release(index);
-    } else if (stop_) {
-        abandon(op, 0);
-        release(index);
-    } else {
-        prep(r, index);
-    }
-}
-
-void zero_writer::report_progress() {
-    if (progress_ && !cancelled_ && !progress_(newly_done_)) {
-        cancelled_ = true;
-        stop_ = true;
-    }
-    newly_done_ = 0;
-}
-
-std::uint64_t zero_writer::contiguous_done() {
-    while (complete_above_.erase(low_) != 0) {
-        ++low_;
-    }
-    if (low_ >= chunks_) {
-        return req_.length;
-    }
-    const std::uint64_t start = chunk_start(low_);
-    std::uint64_t prefix_end = start;
-    if (lowest_abandoned_ && *lowest_abandoned_ >= start && *lowest_abandoned_ < start + chunk_length(low_)) {
-        prefix_end = *lowest_abandoned_;
-    }
-    for (const write_op& op : ops_) {
-        if (op.live && op.chunk == low_) {
-            prefix_end = std::max(prefix_end, op.offset);
-        }
-    }
-    return prefix_end - req_.offset;
-}
-
-result<io_outcome> zero_writer::run(io_outcome& out) {
-    const unsigned depth =
-        static_cast<unsigned>(std::min<std::uint64_t>({req_.queue_depth, max_queue_depth, chunks_}));
+result<io_outcome> uring_zero_writer::run(io_outcome& out, int& setup_errno, unsigned& depth) {
+    depth = t_.depth(detail::max_queue_depth);
     detail::ring ring;
     if (int rc = ring.init(depth, 0); rc < 0) {
+        setup_errno = -rc;
         return make_error_msg(-rc, fmt::format("write zeroes {}: io_uring setup ({} entries): {}", req_.path, depth,
                                                errno_text(-rc)));
     }
@@ -313,27 +168,15 @@ result<io_outcome> zero_writer::run(io_outcome& out) {
         }
     }
 
-    ops_.resize(depth);
-    for (unsigned i = depth; i-- > 0;) {
-        free_ops_.push_back(i);
-    }
-    std::uint64_t next_chunk = 0;
+    t_.init_ops(depth);
     unsigned queued = 0;    // prepared, not yet taken by the kernel
     unsigned inflight = 0;  // taken by the kernel, not yet completed
     int ring_errno = 0;     // the ring itself failed: nothing more can be reaped
 
     for (;;) {
         std::optional<nanoseconds> token_wait;
-        while (!stop_ && next_chunk < chunks_ && !free_ops_.empty()) {
-            const std::uint64_t len = chunk_length(next_chunk);
-            if ((token_wait = bucket_.take(len))) {
-                break;
-            }
-            const unsigned index = free_ops_.back();
-            free_ops_.pop_back();
-            ops_[index] = write_op{next_chunk, chunk_start(next_chunk), len, true};
-            prep(r, index);
-            ++next_chunk;
+        while (auto index = t_.next(&token_wait)) {
+            prep(r, *index);
         }
         queued = io_uring_sq_ready(r);
         if (queued > 0) {
@@ -341,7 +184,7 @@ result<io_outcome> zero_writer::run(io_outcome& out) {
             if (rc < 0) {
                 // What is still queued never reaches the kernel; what was taken is reaped below.
                 ring_errno = -rc;
-                stop_ = true;
+                t_.stop();
             } else {
                 inflight += static_cast<unsigned>(rc);
                 queued -= static_cast<unsigned>(rc);
@@ -350,43 +193,76 @@ result<io_outcome> zero_writer::run(io_outcome& out) {
         if (inflight == 0) {
             if (queued > 0 && ring_errno == 0) {
                 ring_errno = EBUSY;  // the kernel refused work with nothing in flight: no progress possible
-                stop_ = true;
+                t_.stop();
             }
-            if (stop_ || next_chunk >= chunks_) {
+            if (t_.stopping() || t_.all_handed_out()) {
                 break;
             }
             if (token_wait) {
                 // In slices, asking the caller in between: see rate_wait_slice.
                 std::this_thread::sleep_for(std::min(*token_wait, rate_wait_slice));
-                report_progress();
+                t_.report_progress();
             }
             continue;
         }
         std::optional<nanoseconds> timeout;
-        if (!stop_ && token_wait) {
+        if (!t_.stopping() && token_wait) {
             timeout = std::min(*token_wait, rate_wait_slice);
         }
         int rc = detail::wait_one(r, timeout);
         if (rc < 0 && rc != -ETIME) {
             ring_errno = -rc;  // cannot reap: io_uring_queue_exit cancels and waits for the rest
-            stop_ = true;
+            t_.stop();
             break;
         }
-        inflight -= detail::drain_ready(r, [&](const io_uring_cqe& cqe) { complete(r, cqe); });
-        if (newly_done_ > 0 || token_wait) {
-            report_progress();
+        inflight -= detail::drain_ready(r, [&](const io_uring_cqe& cqe) {
+            const auto index = static_cast<unsigned>(io_uring_cqe_get_data64(&cqe));
+            if (t_.complete(index, cqe.res)) {
+                prep(r, index);  // the rest of a short write
+            }
+        });
+        if (t_.has_news() || token_wait) {
+            t_.report_progress();
         }
     }
+    return t_.finish(out, ring_errno, "io_uring");
+}
 
+}  // namespace
+
+namespace detail {
+
+std::uint64_t zero_tracker::contiguous_done() {
+    while (complete_above_.erase(low_) != 0) {
+        ++low_;
+    }
+    if (low_ >= chunks_) {
+        return req_.length;
+    }
+    const std::uint64_t start = chunk_start(low_);
+    std::uint64_t prefix_end = start;
+    if (lowest_abandoned_ && *lowest_abandoned_ >= start && *lowest_abandoned_ < start + chunk_length(low_)) {
+        prefix_end = *lowest_abandoned_;
+    }
+    for (const write_op& op : ops_) {
+        if (op.live && op.chunk == low_) {
+            prefix_end = std::max(prefix_end, op.offset);
+        }
+    }
+    return prefix_end - req_.offset;
+}
+
+result<io_outcome> zero_tracker::finish(io_outcome& out, int engine_errno, const char* engine_name) {
     out.commands = commands_;
     out.bytes_done = contiguous_done();
     if (failure_) {
         return make_error_range("write zeroes", req_.path, failure_->offset, failure_->length, failure_->errnum);
     }
-    if (ring_errno != 0) {
+    if (engine_errno != 0) {
         const std::uint64_t at = req_.offset + out.bytes_done;
-        return make_error_msg(ring_errno, fmt::format("write zeroes {} [offset {}, length {}]: io_uring: {}", req_.path,
-                                                      at, req_.length - out.bytes_done, errno_text(ring_errno)));
+        return make_error_msg(engine_errno, fmt::format("write zeroes {} [offset {}, length {}]: {}: {}", req_.path, at,
+                                                        req_.length - out.bytes_done, engine_name,
+                                                        errno_text(engine_errno)));
     }
     if (cancelled_) {
         return make_error_msg(ECANCELED, fmt::format("write zeroes {} [offset {}, length {}]: cancelled after {} bytes",
@@ -395,7 +271,27 @@ result<io_outcome> zero_writer::run(io_outcome& out) {
     return out;
 }
 
-}  // namespace
+}  // namespace detail
+
+result<io_outcome> uring_engine::write_zeroes(const zero_write_request& req, const progress_fn& progress,
+                                              const rate_limit& rate, io_outcome& out) {
+    out.engine = io_engine::io_uring;
+    int setup_errno = 0;
+    unsigned depth = 0;
+    auto r = uring_zero_writer(req, progress, rate).run(out, setup_errno, depth);
+    if (setup_errno != 0 && fall_back_to_psync(setup_errno, fmt::format("io_uring setup ({} entries)", depth))) {
+        // Chosen automatically and refused for good: nothing was written, psync takes it all.
+        out = io_outcome{};
+        return engine_for(io_engine::psync).write_zeroes(req, progress, rate, out);
+    }
+    return r;
+}
+
+engine& engine_for(io_engine e) {
+    static uring_engine uring;
+    static psync_engine psync;
+    return e == io_engine::psync ? static_cast<engine&>(psync) : static_cast<engine&>(uring);
+}
 
 result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
                                 io_outcome* partial) {
@@ -430,8 +326,7 @@ result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn
     if (req.length == 0) {
         return finish(out);
     }
-    zero_writer writer(req, progress, rate);
-    return finish(writer.run(out));
+    return finish(engine_for(current_io_engine().engine).write_zeroes(req, progress, rate, out));
 }
 
 }  // namespace wz::io

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The io_uring engine: data writes of zeroes at queue depth, and NVMe Write Zeroes / Flush
-// through the namespace's generic char device (/dev/ngXnY).
+// Data writes of zeroes at queue depth, and NVMe Write Zeroes / Flush through the namespace's
+// generic char device (/dev/ngXnY), on the process's I/O engine (wz::current_io_engine():
+// io_uring, or psync, a small thread pool doing pwrite and the passthrough ioctl). Both give
+// the same guarantees; io_outcome::engine says which one ran.
 #pragma once
 
 #include <wzero/wzero.hpp>
@@ -60,12 +62,18 @@ struct io_outcome {
     std::uint64_t bytes_done = 0;  // contiguous from the request's start (see each function)
     std::uint64_t commands = 0;    // I/O commands issued (resubmissions of short writes count)
     bool fixed_buffer = false;     // write_zeroes: WRITE_FIXED from a registered buffer, else WRITE
+    io_engine engine = io_engine::io_uring;  // the engine that ran (psync after a fallback)
 };
 
-// Writes zeroes with up to queue_depth writes in flight through one io_uring per call. The
+// Writes zeroes with up to queue_depth writes in flight.
+// io_uring: one ring per call. The
 // zero buffer is registered (io_uring_register_buffers) and written with WRITE_FIXED; if
 // registration fails (RLIMIT_MEMLOCK, > 1 GiB chunk, old kernel) plain WRITE is used and
-// io_outcome::fixed_buffer says so. Short writes are resubmitted for the rest.
+// io_outcome::fixed_buffer says so. If the ring cannot be set up and the engine was chosen
+// automatically, io::fall_back_to_psync() decides and the request runs on psync instead.
+// psync: min(queue_depth, 8) threads doing pwrite of the same buffer; progress, cancel and
+// the rate limit stay on the calling thread (the workers block every signal).
+// Either way short writes are resubmitted for the rest.
 // bytes_done: every byte below offset + bytes_done is written.
 // On error: stop submitting, reap what is in flight, return an error naming "write zeroes",
 // the path and the failing range (the lowest one, if several fail) with the errno; `*partial`
@@ -102,6 +110,9 @@ enum class passthrough_choice { automatic, uring_cmd, ioctl };
 // sysctl), when the opcode probe lacks URING_CMD, or when the first command (sent alone)
 // fails with EOPNOTSUPP or EINVAL; automatic then sends every command, that first one
 // included, with NVME_IOCTL_IO_CMD one at a time. `*used` records the path of every command.
+// psync: NVME_IOCTL_IO_CMD from the thread pool, the first command alone, then up to
+// min(queue_depth, 8) in flight; passthrough_choice::uring_cmd is EOPNOTSUPP ("not
+// supported") naming the engine and why.
 // A command failing with an NVMe status is an error with
 // std::error_code(status, wz::nvme::status_category()); -errno with the system category;
 // the message names the char device, SLBA, NLB and DEAC.

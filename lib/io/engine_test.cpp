@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "io/engine.hpp"
 
+#include "io/engine_select.hpp"
+#include "io/worker_pool.hpp"
+
 #include "testing/scratch_dir.hpp"
 #include "util/nvme_status.hpp"
 #include "util/unique_fd.hpp"
@@ -20,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace {
@@ -90,9 +95,30 @@ void expect_layout(const fs::path& p, std::uint64_t off, std::uint64_t len, std:
     EXPECT_EQ(first_not(d, off + len, d.size(), fill_byte), d.size()) << "byte after the range changed";
 }
 
-class write_zeroes_test : public ::testing::Test {
+// Every write_zeroes test runs on both engines: the same guarantees, the same assertions.
+// The choice is forced (which overrides WZERO_ENGINE) and forgotten afterwards.
+class on_engine : public ::testing::TestWithParam<wz::io_engine> {
 protected:
     void SetUp() override {
+        reset_engine_for_testing();
+        ASSERT_TRUE(wz::select_io_engine(GetParam() == wz::io_engine::psync ? wz::io_engine_request::psync
+                                                                             : wz::io_engine_request::io_uring)
+                        .ok());
+    }
+    void TearDown() override { reset_engine_for_testing(); }
+    [[nodiscard]] bool psync() const { return GetParam() == wz::io_engine::psync; }
+};
+
+std::string engine_name(const ::testing::TestParamInfo<wz::io_engine>& info) { return wz::to_string(info.param); }
+
+#define WZ_ON_BOTH_ENGINES(fixture)                                                                               \
+    INSTANTIATE_TEST_SUITE_P(engines, fixture, ::testing::Values(wz::io_engine::io_uring, wz::io_engine::psync), \
+                             engine_name)
+
+class write_zeroes_test : public on_engine {
+protected:
+    void SetUp() override {
+        on_engine::SetUp();
         file_ = dir_.path() / "data";
         fill_file(file_, file_bytes);
     }
@@ -110,7 +136,9 @@ struct range_case {
     bool direct;
 };
 
-TEST_F(write_zeroes_test, ranges_are_zero_and_nothing_else_changes) {
+WZ_ON_BOTH_ENGINES(write_zeroes_test);
+
+TEST_P(write_zeroes_test, ranges_are_zero_and_nothing_else_changes) {
     const range_case cases[] = {
         // buffered: nothing needs to be aligned
         {1, 4095, 4 * KiB, 1, false},
@@ -155,15 +183,16 @@ TEST_F(write_zeroes_test, ranges_are_zero_and_nothing_else_changes) {
         EXPECT_EQ(partial.bytes_done, c.length);
         EXPECT_EQ(reported, c.length);
         EXPECT_GE(res->commands, (c.length + c.chunk_bytes - 1) / c.chunk_bytes);
+        EXPECT_EQ(res->engine, GetParam());
         if (::geteuid() == 0) {
-            EXPECT_TRUE(res->fixed_buffer);  // root: no RLIMIT_MEMLOCK in the way
+            EXPECT_EQ(res->fixed_buffer, !psync());  // root: no RLIMIT_MEMLOCK in the way
         }
         fd.reset();
         expect_layout(file_, c.offset, c.length, c.offset + c.length);
     }
 }
 
-TEST_F(write_zeroes_test, empty_range_does_nothing) {
+TEST_P(write_zeroes_test, empty_range_does_nothing) {
     auto fd = open_file(false);
     zero_write_request req{fd.get(), file_.string(), 100, 0};
     req.direct = false;
@@ -174,7 +203,7 @@ TEST_F(write_zeroes_test, empty_range_does_nothing) {
     expect_layout(file_, 0, 0, 0);
 }
 
-TEST_F(write_zeroes_test, direct_misaligned_is_einval_naming_the_range) {
+TEST_P(write_zeroes_test, direct_misaligned_is_einval_naming_the_range) {
     struct bad {
         std::uint64_t offset, length;
         std::uint32_t chunk_bytes;
@@ -210,7 +239,7 @@ TEST_F(write_zeroes_test, direct_misaligned_is_einval_naming_the_range) {
     expect_layout(file_, 0, 0, 0);
 }
 
-TEST_F(write_zeroes_test, bad_arguments_are_einval) {
+TEST_P(write_zeroes_test, bad_arguments_are_einval) {
     auto fd = open_file(false);
     zero_write_request req{fd.get(), file_.string(), 0, 4096};
     req.direct = false;
@@ -230,7 +259,7 @@ TEST_F(write_zeroes_test, bad_arguments_are_einval) {
 }
 
 // Cancelling stops new submissions; what is reported done is really zero.
-TEST_F(write_zeroes_test, cancel_from_progress) {
+TEST_P(write_zeroes_test, cancel_from_progress) {
     struct cancel_case {
         unsigned queue_depth;
         bool direct;
@@ -280,7 +309,10 @@ TEST_F(write_zeroes_test, cancel_from_progress) {
 
 // A full filesystem mid-way: ENOSPC naming the failing range, bytes_done exactly where
 // the zeroes stop.
-TEST(write_zeroes_enospc, full_tmpfs) {
+class write_zeroes_enospc : public on_engine {};
+WZ_ON_BOTH_ENGINES(write_zeroes_enospc);
+
+TEST_P(write_zeroes_enospc, full_tmpfs) {
     scratch_dir dir;
     const fs::path mnt = dir.path() / "tmpfs";
     fs::create_directory(mnt);
@@ -324,7 +356,10 @@ TEST(write_zeroes_enospc, full_tmpfs) {
 // RLIMIT_FSIZE cuts the write that crosses it short (generic_write_check_limits) and fails
 // the next with EFBIG: the rest of a short write is resubmitted, and bytes_done counts the
 // short write's prefix exactly.
-TEST(write_zeroes_short, short_write_resubmitted_then_efbig) {
+class write_zeroes_short : public on_engine {};
+WZ_ON_BOTH_ENGINES(write_zeroes_short);
+
+TEST_P(write_zeroes_short, short_write_resubmitted_then_efbig) {
     scratch_dir dir;
     const fs::path file = dir.path() / "grow";
     wz::unique_fd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
@@ -354,7 +389,7 @@ TEST(write_zeroes_short, short_write_resubmitted_then_efbig) {
     EXPECT_EQ(first_not(d, 0, limit, 0), limit);
 }
 
-TEST_F(write_zeroes_test, rate_limit_8_mib_per_s) {
+TEST_P(write_zeroes_test, rate_limit_8_mib_per_s) {
     auto fd = open_file(false);
     zero_write_request req{fd.get(), file_.string(), 0, 16 * MiB};
     req.direct = false;
@@ -373,7 +408,7 @@ TEST_F(write_zeroes_test, rate_limit_8_mib_per_s) {
 // Regression (issue 8, item 7): at 1 byte/s the first chunk waits 12 days; the wait slept
 // in one piece and ignored the caller's cancel (a SIGINT in the CLI). It must ask the
 // progress callback while it waits and stop as soon as that says no.
-TEST_F(write_zeroes_test, cancel_ends_a_rate_limit_wait_at_once) {
+TEST_P(write_zeroes_test, cancel_ends_a_rate_limit_wait_at_once) {
     auto fd = open_file(false);
     zero_write_request req{fd.get(), file_.string(), 0, 1 * MiB};
     req.direct = false;
@@ -395,6 +430,150 @@ TEST_F(write_zeroes_test, cancel_ends_a_rate_limit_wait_at_once) {
     EXPECT_LT(s, 1.0);
 }
 
+// ---------------------------------------------------------------------------------------
+// psync only: the pool itself, seen from /proc (not from what the engine says of itself).
+
+std::vector<long> task_ids() {
+    std::vector<long> ids;
+    for (const auto& e : fs::directory_iterator("/proc/self/task")) {
+        ids.push_back(std::stol(e.path().filename().string()));
+    }
+    return ids;
+}
+
+// The SigBlk mask of one thread, from /proc/self/task/<tid>/status.
+std::uint64_t blocked_signals(long tid) {
+    std::ifstream in(fmt::format("/proc/self/task/{}/status", tid));
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("SigBlk:", 0) == 0) {
+            return std::stoull(line.substr(7), nullptr, 16);
+        }
+    }
+    ADD_FAILURE() << "no SigBlk for thread " << tid;
+    return 0;
+}
+
+class psync_pool : public write_zeroes_test {};
+INSTANTIATE_TEST_SUITE_P(engines, psync_pool, ::testing::Values(wz::io_engine::psync), engine_name);
+
+// min(queue depth, cap) workers, every one blocking the signals the CLI handles on its main
+// thread, and all of them gone when the call returns.
+TEST_P(psync_pool, threads_capped_signals_blocked_and_joined) {
+    const long self = static_cast<long>(::gettid());
+    for (unsigned qd : {1U, 3U, 32U}) {
+        SCOPED_TRACE(fmt::format("qd {}", qd));
+        auto fd = open_file(true);
+        ASSERT_TRUE(fd);
+        const std::size_t before = task_ids().size();
+        zero_write_request req{fd.get(), file_.string(), 0, 16 * MiB};
+        req.chunk_bytes = 256 * KiB;
+        req.queue_depth = qd;
+        std::size_t seen_threads = 0;
+        bool checked = false;
+        auto res = write_zeroes(
+            req,
+            [&](std::uint64_t) {
+                EXPECT_EQ(static_cast<long>(::gettid()), self) << "progress called off the caller's thread";
+                const auto ids = task_ids();
+                seen_threads = std::max(seen_threads, ids.size() - before);
+                if (!checked) {
+                    checked = true;
+                    for (long tid : ids) {
+                        if (tid == self) {
+                            continue;
+                        }
+                        const std::uint64_t mask = blocked_signals(tid);
+                        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGPIPE, SIGALRM}) {
+                            EXPECT_NE(mask & (std::uint64_t{1} << (sig - 1)), 0U)
+                                << "thread " << tid << " does not block signal " << sig;
+                        }
+                    }
+                }
+                return true;
+            },
+            rate_limit{});
+        ASSERT_TRUE(res) << res.error().message;
+        EXPECT_EQ(res->engine, wz::io_engine::psync);
+        EXPECT_TRUE(checked);
+        EXPECT_EQ(seen_threads, std::min(qd, detail::psync_max_threads));
+        EXPECT_EQ(task_ids().size(), before) << "worker threads left behind";
+        fd.reset();
+        expect_layout(file_, 0, 16 * MiB, 16 * MiB);
+    }
+}
+
+// The automatic choice picked io_uring, then a ring setup is refused (no descriptor left,
+// as under a tight `ulimit -n`): the request runs on psync and the process stays there.
+// io_uring asked for explicitly gets the setup error instead.
+class engine_fallback : public write_zeroes_test {
+protected:
+    void SetUp() override {
+        write_zeroes_test::SetUp();
+        const char* env = std::getenv("WZERO_ENGINE");
+        saved_env_ = env ? std::optional<std::string>(env) : std::nullopt;
+        ::unsetenv("WZERO_ENGINE");
+        reset_engine_for_testing();
+        ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
+    }
+    void TearDown() override {
+        (void)::setrlimit(RLIMIT_NOFILE, &saved_);  // wz: ignored-error (test cleanup)
+        if (saved_env_) {
+            ::setenv("WZERO_ENGINE", saved_env_->c_str(), 1);
+        }
+        write_zeroes_test::TearDown();
+    }
+    // No descriptor left: the lowest free one becomes the limit.
+    void exhaust_descriptors() {
+        const int next = ::dup(0);
+        ASSERT_GE(next, 0);
+        ::close(next);
+        rlimit lim{static_cast<rlim_t>(next), saved_.rlim_max};
+        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+    }
+    rlimit saved_{};
+    std::optional<std::string> saved_env_;
+};
+INSTANTIATE_TEST_SUITE_P(engines, engine_fallback, ::testing::Values(wz::io_engine::io_uring), engine_name);
+
+TEST_P(engine_fallback, refused_ring_setup_moves_automatic_to_psync) {
+    if (wz::current_io_engine().engine != wz::io_engine::io_uring) {
+        GTEST_SKIP() << "io_uring is not usable here: " << wz::current_io_engine().reason;
+    }
+    auto fd = open_file(true);
+    ASSERT_TRUE(fd);
+    exhaust_descriptors();
+    zero_write_request req{fd.get(), file_.string(), 4 * MiB, 8 * MiB};
+    io_outcome partial;
+    auto res = write_zeroes(req, nullptr, rate_limit{}, &partial);
+    ASSERT_TRUE(res) << res.error().message;
+    EXPECT_EQ(res->engine, wz::io_engine::psync);
+    EXPECT_EQ(partial.engine, wz::io_engine::psync);
+    EXPECT_EQ(res->bytes_done, 8 * MiB);
+    const auto now = wz::current_io_engine();
+    EXPECT_EQ(now.engine, wz::io_engine::psync);
+    EXPECT_NE(now.reason.find("io_uring setup (8 entries): Too many open files"), std::string::npos) << now.reason;
+    fd.reset();
+    expect_layout(file_, 4 * MiB, 8 * MiB, 12 * MiB);
+}
+
+TEST_P(engine_fallback, forced_io_uring_reports_the_setup_error) {
+    ASSERT_TRUE(wz::select_io_engine(wz::io_engine_request::io_uring).ok());
+    auto fd = open_file(true);
+    ASSERT_TRUE(fd);
+    exhaust_descriptors();
+    zero_write_request req{fd.get(), file_.string(), 0, 4 * MiB};
+    io_outcome partial;
+    auto res = write_zeroes(req, nullptr, rate_limit{}, &partial);
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.error().code.value(), EMFILE) << res.error().message;
+    EXPECT_NE(res.error().message.find("io_uring setup (4 entries)"), std::string::npos) << res.error().message;
+    EXPECT_EQ(partial.commands, 0U);
+    EXPECT_EQ(wz::current_io_engine().engine, wz::io_engine::io_uring);
+    fd.reset();
+    expect_layout(file_, 0, 0, 0);
+}
+
 TEST(zero_buffer, page_aligned_and_zero) {
     zero_buffer b(5000);
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -410,9 +589,10 @@ TEST(zero_buffer, page_aligned_and_zero) {
 // A regular file stands in for the char device: any command that reached it would fail
 // with something other than EINVAL (uring_cmd EOPNOTSUPP, ioctl ENOTTY).
 
-class nvme_args_test : public ::testing::Test {
+class nvme_args_test : public on_engine {
 protected:
     void SetUp() override {
+        on_engine::SetUp();
         file_ = dir_.path() / "not_a_chardev";
         fill_file(file_, 4096);
         fd_.reset(::open(file_.c_str(), O_RDWR | O_CLOEXEC));
@@ -425,7 +605,9 @@ protected:
     nvme_target target_;
 };
 
-TEST_F(nvme_args_test, invalid_nlb_is_einval_and_nothing_is_sent) {
+WZ_ON_BOTH_ENGINES(nvme_args_test);
+
+TEST_P(nvme_args_test, invalid_nlb_is_einval_and_nothing_is_sent) {
     struct bad_case {
         std::vector<nvme_zero_cmd> cmds;
         const char* needle;
@@ -459,7 +641,7 @@ TEST_F(nvme_args_test, invalid_nlb_is_einval_and_nothing_is_sent) {
     }
 }
 
-TEST_F(nvme_args_test, invalid_target_is_einval) {
+TEST_P(nvme_args_test, invalid_target_is_einval) {
     const nvme_zero_cmd cmd{0, 8, false};
     nvme_target t = target_;
     t.nsid = 0;
@@ -475,7 +657,7 @@ TEST_F(nvme_args_test, invalid_target_is_einval) {
 
 // Not a char device: uring_cmd is missing for it (EOPNOTSUPP on the first command), so the
 // automatic choice falls back to the ioctl, which reports ENOTTY with the full context.
-TEST_F(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
+TEST_P(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
     const nvme_zero_cmd cmds[] = {{100, 8, true}, {108, 8, true}};
     auto used = passthrough_path::uring_cmd;
     io_outcome partial;
@@ -488,12 +670,16 @@ TEST_F(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
         << res.error().message;
     EXPECT_EQ(partial.commands, 1U);  // stopped at the first failure
     EXPECT_EQ(partial.bytes_done, 0U);
+    EXPECT_EQ(partial.engine, GetParam());
 
     // Asked for uring_cmd only: "not supported", no fallback.
     res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::uring_cmd);
     ASSERT_FALSE(res);
     EXPECT_EQ(res.error().code, std::errc::operation_not_supported) << res.error().message;
     EXPECT_NE(res.error().message.find("not supported"), std::string::npos);
+    if (psync()) {
+        EXPECT_NE(res.error().message.find("I/O engine psync: forced"), std::string::npos) << res.error().message;
+    }
 
     used = passthrough_path::uring_cmd;
     res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::ioctl);
@@ -502,7 +688,7 @@ TEST_F(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
     EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation);
 }
 
-TEST_F(nvme_args_test, flush_errors_name_the_device) {
+TEST_P(nvme_args_test, flush_errors_name_the_device) {
     auto err = nvme_flush(target_);
     ASSERT_FALSE(err.ok());
     EXPECT_EQ(err.code(), std::errc::inappropriate_io_control_operation);

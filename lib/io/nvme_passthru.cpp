@@ -3,8 +3,11 @@
 // uring_cmd at queue depth (Linux 5.19+), else the passthrough ioctl one command at a time.
 #include "io/engine.hpp"
 
+#include "io/engine_impl.hpp"
+#include "io/engine_select.hpp"
 #include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
+#include "io/worker_pool.hpp"
 #include "util/errors.hpp"
 #include "util/nvme_status.hpp"
 
@@ -66,6 +69,11 @@ public:
     // -errno: the ring failed for another reason (nothing left in flight).
     int run_uring(unsigned depth, std::string& missing_why);
     void run_ioctl();
+    // The ioctl from up to `threads` pool threads: the first command alone (as with
+    // uring_cmd, so that a device refusing the command sees it once), then the rest.
+    [[nodiscard]] status run_pool(unsigned threads);
+    // The errno of a refused ring setup in run_uring (nothing was sent), else 0.
+    [[nodiscard]] int setup_errno() const { return setup_errno_; }
     result<io_outcome> finish(io_outcome& out, passthrough_path path);
 
 private:
@@ -82,6 +90,7 @@ private:
     // The lowest failing command is reported: it is the one bounding bytes_done.
     std::optional<std::pair<std::size_t, int>> failure_;
     int ring_errno_ = 0;
+    int setup_errno_ = 0;
     bool stop_ = false;
     bool cancelled_ = false;
 };
@@ -110,6 +119,7 @@ bool nvme_zeroer::report_progress() {
 int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
     detail::ring ring;
     if (int rc = ring.init(depth, IORING_SETUP_SQE128 | IORING_SETUP_CQE32); rc < 0) {
+        setup_errno_ = -rc;
         // EINVAL: flags unknown (< 5.19); ENOSYS: no io_uring; EPERM: kernel.io_uring_disabled.
         if (rc == -EINVAL || rc == -ENOSYS || rc == -EPERM || rc == -EOPNOTSUPP) {
             missing_why = fmt::format("io_uring setup with SQE128|CQE32: {}", errno_text(-rc));
@@ -195,6 +205,42 @@ void nvme_zeroer::run_ioctl() {
     }
 }
 
+status nvme_zeroer::run_pool(unsigned threads) {
+    detail::worker_pool pool;
+    if (auto s = pool.start(threads, fmt::format("nvme write zeroes {}", t_.char_path)); !s.ok()) {
+        return s;
+    }
+    unsigned inflight = 0;
+    auto issue = [&](std::size_t index) {
+        const command_words w = write_zeroes_words(t_, cmds_[index]);
+        pool.submit(index, [fd = t_.char_fd, w]() -> std::int64_t { return ioctl_command(fd, w); });
+        ++commands_;
+        ++inflight;
+    };
+    issue(0);
+    next_ = 1;
+    bool first_pending = true;
+    std::vector<detail::worker_pool::completion> done;
+    for (;;) {
+        while (!first_pending && !stop_ && next_ < cmds_.size() && inflight < pool.threads()) {
+            issue(next_++);
+        }
+        if (inflight == 0) {
+            break;
+        }
+        done.clear();
+        (void)pool.wait(std::nullopt, done);  // wz: ignored-result (no timeout: always true)
+        for (const auto& c : done) {
+            --inflight;
+            finished(static_cast<std::size_t>(c.tag), static_cast<int>(c.result));
+        }
+        first_pending = false;
+        (void)report_progress();  // wz: ignored-result (the loop reads stop_)
+    }
+    pool.stop();
+    return {};
+}
+
 result<io_outcome> nvme_zeroer::finish(io_outcome& out, passthrough_path path) {
     out.commands = commands_;
     std::size_t prefix = 0;
@@ -258,25 +304,38 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
         return finish(out);  // nothing sent: *used is left as it was
     }
 
+    return finish(engine_for(current_io_engine().engine)
+                      .nvme_write_zeroes(t, cmds, queue_depth, progress, used, choice, out));
+}
+
+result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
+                                                   unsigned queue_depth, const progress_fn& progress,
+                                                   passthrough_path* used, passthrough_choice choice, io_outcome& out) {
+    out.engine = io_engine::io_uring;
     nvme_zeroer zeroer(t, cmds, progress);
     passthrough_path path = passthrough_path::ioctl;
     if (choice != passthrough_choice::ioctl) {
         std::string missing_why;
         const auto depth = static_cast<unsigned>(std::min<std::size_t>({queue_depth, 4096U, cmds.size()}));
         int rc = zeroer.run_uring(depth, missing_why);
+        if (zeroer.setup_errno() != 0 &&
+            fall_back_to_psync(zeroer.setup_errno(), fmt::format("io_uring setup ({} entries)", depth))) {
+            // Chosen automatically and refused for good: nothing was sent, psync takes it all.
+            return engine_for(io_engine::psync).nvme_write_zeroes(t, cmds, queue_depth, progress, used, choice, out);
+        }
         if (rc < 0) {
             if (used != nullptr) {
                 *used = passthrough_path::uring_cmd;
             }
-            return finish(make_error_msg(-rc, fmt::format("nvme write zeroes {} (uring_cmd): io_uring: {}",
-                                                          t.char_path, errno_text(-rc))));
+            return make_error_msg(-rc, fmt::format("nvme write zeroes {} (uring_cmd): io_uring: {}", t.char_path,
+                                                   errno_text(-rc)));
         }
         if (rc == 0) {
             path = passthrough_path::uring_cmd;
         } else if (choice == passthrough_choice::uring_cmd) {
-            return finish(make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not "
-                                                                 "supported here ({})",
-                                                                 t.char_path, missing_why)));
+            return make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not "
+                                                          "supported here ({})",
+                                                          t.char_path, missing_why));
         }
     }
     if (path == passthrough_path::ioctl) {
@@ -285,7 +344,28 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     if (used != nullptr) {
         *used = path;
     }
-    return finish(zeroer.finish(out, path));
+    return zeroer.finish(out, path);
+}
+
+result<io_outcome> psync_engine::nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
+                                                   unsigned queue_depth, const progress_fn& progress,
+                                                   passthrough_path* used, passthrough_choice choice, io_outcome& out) {
+    out.engine = io_engine::psync;
+    if (choice == passthrough_choice::uring_cmd) {
+        return make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not supported here "
+                                                      "(I/O engine psync: {})",
+                                                      t.char_path, current_io_engine().reason));
+    }
+    nvme_zeroer zeroer(t, cmds, progress);
+    const auto threads =
+        static_cast<unsigned>(std::min<std::size_t>({queue_depth, detail::psync_max_threads, cmds.size()}));
+    if (auto s = zeroer.run_pool(threads); !s.ok()) {
+        return s.error();
+    }
+    if (used != nullptr) {
+        *used = passthrough_path::ioctl;
+    }
+    return zeroer.finish(out, passthrough_path::ioctl);
 }
 
 status nvme_flush(const nvme_target& t) {

@@ -89,11 +89,27 @@ private:
         }
     }
     void step(const plan::operation& op) {
+        if (op.kind == plan::op_kind::write_direct || op.kind == plan::op_kind::write_buffered ||
+            op.kind == plan::op_kind::nvme_write_zeroes) {
+            note_engine(std::nullopt);
+        }
         if (rep_.plan.size() < max_reported_steps) {
             rep_.plan.push_back(to_public(op));
         }
     }
     void decide(std::string line) { rep_.decisions.push_back(std::move(line)); }
+    // Data writes and NVMe commands run on the process's I/O engine: the report names the one
+    // that ran (or, in a dry run, would run), and -v says why, again if a refused ring setup
+    // moved the run to psync midway.
+    void note_engine(std::optional<io_engine> ran) {
+        const io_engine_info info = current_io_engine();
+        const io_engine e = ran.value_or(info.engine);
+        rep_.io_engine = to_string(e);
+        if (noted_engine_ != e) {
+            noted_engine_ = e;
+            decide(fmt::format("I/O engine: {} ({})", to_string(e), e == info.engine ? info.reason : "fell back"));
+        }
+    }
     io::progress_fn io_progress() {
         return [this](std::uint64_t n) {
             if (n != 0) {  // 0: the engine only asks whether to go on (rate-limit waits)
@@ -114,6 +130,7 @@ private:
     unique_fd reader_;
     bool used_nvme_ = false;
     unsigned queue_depth_ = 32;
+    std::optional<io_engine> noted_engine_;
 };
 
 result<int> runner::direct_fd() {
@@ -157,6 +174,9 @@ status runner::run_writes(const plan::operation& op) {
     io::io_outcome out;
     const std::uint64_t before = rep_.bytes_done;
     auto r = io::write_zeroes(req, io_progress(), io::rate_limit{opt_.rate_bytes_per_second}, &out);
+    if (out.commands > 0) {
+        note_engine(out.engine);
+    }
     rep_.device_commands += out.commands;
     rep_.bytes_by_method[zero_method::write] += out.bytes_done;
     // Progress counted every completion; writes complete out of order, so after a failure
@@ -198,6 +218,9 @@ status runner::run_nvme(const capabilities& caps, const std::vector<plan::operat
                                                                                    : io::passthrough_choice::automatic,
                                    &out);
     rep_.passthrough_path = io::to_string(used);
+    if (out.commands > 0) {
+        note_engine(out.engine);
+    }
     rep_.device_commands += out.commands;
     rep_.bytes_done = before + out.bytes_done;  // the completed prefix, as in run_writes
     // Attribute the completed prefix to DEAC / no DEAC.

@@ -24,6 +24,7 @@ std::string to_json(const preallocate_report& r, int indent) {
     j["bytes_by_method"] = by;
     j["device_commands"] = r.device_commands;
     j["passthrough_path"] = r.passthrough_path.empty() ? json(nullptr) : json(r.passthrough_path);
+    j["io_engine"] = r.io_engine.empty() ? json(nullptr) : json(r.io_engine);
     j["flushed"] = r.flushed;
     j["copy_on_write"] = r.copy_on_write;
     j["elapsed_seconds"] = r.elapsed_seconds;

@@ -136,9 +136,10 @@ void print_report(const wz::preallocate_report& r, bool verbose, bool dry_run) {
             by += fmt::format("{}{} {}", by.empty() ? "" : ", ", wz::to_string(m), human(b));
         }
     }
-    fmt::print("{}: zeroed {} at offset {} in {:.3f} s ({}), {} device commands{}{}\n", r.path, human(r.length),
+    fmt::print("{}: zeroed {} at offset {} in {:.3f} s ({}), {} device commands{}{}{}\n", r.path, human(r.length),
                r.offset, r.elapsed_seconds, by.empty() ? "nothing" : by, r.device_commands,
-               r.passthrough_path.empty() ? "" : " via " + r.passthrough_path, r.flushed ? ", flushed" : "");
+               r.passthrough_path.empty() ? "" : " via " + r.passthrough_path,
+               r.io_engine.empty() ? "" : " on " + r.io_engine, r.flushed ? ", flushed" : "");
     if (r.verified) {
         fmt::print("verify: {} ({})\n", *r.verified ? "ok" : "FAILED", r.verify_detail);
     } else if (!r.verify_detail.empty()) {
