@@ -133,7 +133,8 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
     const std::size_t chunk = 4U << 20;
     aligned_bytes buf = aligned_buffer(chunk);
     if (!buf) {
-        return make_error_msg(ENOMEM, "verify: out of memory");
+        return make_error_msg(ENOMEM, fmt::format("read back {}: buffer of {} bytes: {}", path, chunk,
+                                                  errno_text(ENOMEM)));
     }
     std::uint64_t pos = offset / align * align;
     while (pos < end) {

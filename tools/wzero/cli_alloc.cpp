@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <stdio_ext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -334,21 +335,25 @@ int run_map(const alloc_args& a) {
         started = true;
         return emit(chunk);
     });
+    if (a.map_json && s.ok()) {
+        s = emit(started ? "\n  ]\n}\n" : json_head + "]\n}\n");
+    } else if (!started && s.ok()) {
+        s = emit(text_head);
+    }
     if (!s.ok()) {
+        if (std::ferror(stdout) != 0) {
+            // The write error is said here, with the command and path; what stdio still holds
+            // could not be written either, and finish_stdout() must not say it twice.
+            print_error(fmt::format("map {}: standard output: {}", a.map_path, s.error().message));
+            __fpurge(stdout);
+            std::clearerr(stdout);
+            return exit_failure;
+        }
         if (started) {
             (void)emit("\n");  // wz: ignored-error (the map's own error is the one to report)
         }
         print_error(s.error().message);
         return status_for(s.error());
-    }
-    if (a.map_json) {
-        s = emit(started ? "\n  ]\n}\n" : json_head + "]\n}\n");
-    } else if (!started) {
-        s = emit(text_head);
-    }
-    if (!s.ok()) {
-        print_error(s.error().message);
-        return exit_failure;
     }
     return exit_ok;
 }
