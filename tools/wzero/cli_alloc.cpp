@@ -277,6 +277,7 @@ namespace {
 // rather than go on producing what nobody receives. EPIPE never gets here: SIGPIPE ends the
 // process first, as for any filter.
 wz::status emit(std::string_view text) {
+    errno = 0;  // a short fwrite that set none must not report an earlier call's error
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
         const int err = errno != 0 ? errno : EIO;
         return wz::error_info{std::error_code(err, std::generic_category()), "write error: " + wz::errno_text(err)};
@@ -286,7 +287,8 @@ wz::status emit(std::string_view text) {
 
 // One element of `map --json`'s "extents", laid out exactly as nlohmann's dump(2) of the
 // whole document indents it (four spaces in), so that the streamed document is byte for byte
-// the one a single dump printed before (host/030 compares the two). Formatted directly: a
+// the one a single dump printed before (host/030 checks the layout against jq's, which is the
+// same). Formatted directly: a
 // JSON value per extent cost more time than the FIEMAP walk itself. Only "kind" is a string,
 // and it goes through the JSON dumper.
 std::string extent_json(const wz::mapped_extent& e) {
