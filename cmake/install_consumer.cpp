@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -80,6 +81,18 @@ void check_zeroing(const std::string& file) {
     auto map = wz::map_extents(file, 0, 0);
     if (ok(map, "map_extents")) {
         check(!map->empty() && map->front().kind == "written", "map_extents: written extents");
+        std::vector<wz::mapped_extent> streamed;
+        const wz::status walked = wz::map_extents(file, 0, 0, [&streamed](const wz::mapped_extent& e) -> wz::status {
+            streamed.push_back(e);
+            return {};
+        });
+        check(walked.ok() && streamed.size() == map->size() && streamed.front().offset == map->front().offset &&
+                  streamed.back().length == map->back().length,
+              "map_extents(callback): the same extents as the vector");
+        const wz::status stopped = wz::map_extents(file, 0, 0, [](const wz::mapped_extent&) -> wz::status {
+            return wz::error_info{std::make_error_code(std::errc::operation_canceled), "stop"};
+        });
+        check(stopped.code() == std::errc::operation_canceled, "map_extents(callback): the callback's error stops it");
     }
 }
 

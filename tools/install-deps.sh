@@ -10,7 +10,7 @@ packages=(
 	liburing-dev libnvme-dev libjson-c-dev libmount-dev libblkid-dev
 	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
 	# host tests
-	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db
+	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
 	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest
 	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
 )

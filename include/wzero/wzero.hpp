@@ -411,8 +411,17 @@ struct mapped_extent {
     std::uint64_t nlb = 0;                  // blocks
     std::optional<bool> dealloc_aligned;    // on NPDA alignment and an NPDG multiple (NVMe only)
 };
-// The extent map of [offset, offset + length) of a file (length 0: to the end of the file).
+// The extent map of [offset, offset + length) of a file (length 0: to the end of the file),
+// in one vector: memory grows with the number of extents (about 100 bytes each). For files
+// that may have many, use the streaming form below.
 result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length);
+// The same map, streamed: calls `on_extent` once per extent, in file order, as FIEMAP hands
+// them out in batches of 512, so memory stays bounded whatever the number of extents (a
+// 1,048,576-extent file maps in the same few MiB as a small one). A callback that returns an
+// error stops the walk, and that error is returned; a FIEMAP failure part-way is returned
+// after the extents before it were handed out (the error names the range not mapped).
+status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                   const std::function<status(const mapped_extent&)>& on_extent);
 
 // ---------------------------------------------------------------------------
 // Durable writer (wz::writer): O_DSYNC semantics without flushes that do nothing

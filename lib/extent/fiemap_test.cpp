@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -549,6 +550,40 @@ TEST_F(fiemap_many_extents, random_windows_are_exact_covers) {
             break;
         }
     }
+}
+
+// wz::map_extents' streaming form hands out exactly the vector form's extents, across batch
+// boundaries (4000 entries, eight batches), and stops at the first error its callback returns.
+TEST_F(fiemap_many_extents, streamed_map_equals_the_vector_and_stops_on_error) {
+    // The scratch file has no name left: reach it through its descriptor.
+    const std::string path = "/proc/self/fd/" + std::to_string(file_.fd());
+    auto all = wz::map_extents(path, 0, file_bytes);
+    ASSERT_TRUE(all.has_value()) << all.error().message;
+    ASSERT_EQ(all->size(), whole_.size());
+    std::size_t i = 0;
+    const wz::status s = wz::map_extents(path, 0, file_bytes, [&](const wz::mapped_extent& m) -> wz::status {
+        EXPECT_LT(i, all->size());
+        if (i < all->size()) {
+            EXPECT_EQ(m.offset, (*all)[i].offset);
+            EXPECT_EQ(m.length, (*all)[i].length);
+            EXPECT_EQ(m.kind, (*all)[i].kind);
+            EXPECT_EQ(m.physical, (*all)[i].physical);
+        }
+        ++i;
+        return {};
+    });
+    EXPECT_TRUE(s.ok());
+    EXPECT_EQ(i, all->size());
+
+    std::size_t seen = 0;
+    const wz::status stopped = wz::map_extents(path, 0, file_bytes, [&](const wz::mapped_extent&) -> wz::status {
+        if (++seen == 1000) {
+            return wz::error_info{std::make_error_code(std::errc::operation_canceled), "enough"};
+        }
+        return {};
+    });
+    EXPECT_EQ(stopped.code(), std::errc::operation_canceled);
+    EXPECT_EQ(seen, 1000u);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // wz::map_extents(): the extents of a file range with the device addresses behind them
-// (what `wzero map` prints).
+// (what `wzero map` prints), streamed batch by batch or collected in one vector.
 
 #include "extent/fiemap.hpp"
 #include "plan/zero_plan.hpp"
@@ -14,7 +14,8 @@
 
 namespace wz {
 
-result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length) {
+status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                   const std::function<status(const mapped_extent&)>& on_extent) {
     auto t = target::open_with_record(path, offset, length);
     if (!t) {
         return t.error();
@@ -24,9 +25,8 @@ result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uin
     if (file_kind_of(*caps) != file_kind::regular) {
         return make_error_msg(EINVAL, fmt::format("map {}: not a regular file", path));
     }
-    std::vector<mapped_extent> out;
     if (length == 0) {
-        return out;
+        return {};
     }
     const std::uint32_t lbs = caps->nvme && caps->nvme->lba_bytes != 0 ? caps->nvme->lba_bytes
                               : caps->device && caps->device->logical_block_size != 0
@@ -35,18 +35,20 @@ result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uin
     const std::uint64_t part = caps->device ? caps->device->partition_start_bytes : 0;
     // The planner's geometry and rule, so that "aligned" here means what a DEAC run would do.
     const plan::nvme_geometry geo = plan::geometry_from(*caps);
+    // One batch of 512 extents (about 20 KiB) at a time: nothing here grows with the file.
     extent::walker walk(fd.get(), path, offset, length, 512, true);
     std::vector<extent::extent> batch;
+    mapped_extent m;
     while (true) {
         auto more = walk.next(batch);
         if (!more) {
             return more.error();
         }
         if (!*more) {
-            break;
+            return {};
         }
         for (const auto& e : batch) {
-            mapped_extent m;
+            m = mapped_extent{};
             m.offset = e.offset;
             m.length = e.length;
             m.kind = extent::to_string(e.type);
@@ -59,8 +61,21 @@ result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uin
                     m.dealloc_aligned = plan::dealloc_aligned(geo, *m.lba, m.nlb);
                 }
             }
-            out.push_back(std::move(m));
+            if (auto s = on_extent(m); !s.ok()) {
+                return s;
+            }
         }
+    }
+}
+
+result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length) {
+    std::vector<mapped_extent> out;
+    auto s = map_extents(path, offset, length, [&out](const mapped_extent& m) -> status {
+        out.push_back(m);
+        return {};
+    });
+    if (!s.ok()) {
+        return std::move(s).error();
     }
     return out;
 }

@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 
+#include "util/errors.hpp"
 #include "util/json_text.hpp"
 #include "util/size.hpp"
 
@@ -22,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -105,36 +107,48 @@ std::string run_threads(wz::writer& w, const bench_args& a, std::uint64_t bs, st
     std::string failure;
     std::mutex failure_mutex;
     std::vector<std::thread> threads;
-    for (unsigned t = 0; t < a.threads; ++t) {
-        threads.emplace_back([&, t] {
-            aligned_buffer buf = make_buffer(bs);
-            slot_picker picker(slots, a.random, t + 1);
-            auto fail = [&](std::string why) {
-                std::lock_guard lock(failure_mutex);
-                if (failure.empty()) {
-                    failure = std::move(why);
+    threads.reserve(a.threads);
+    std::string start_failure;
+    for (unsigned t = 0; t < a.threads && !failed; ++t) {
+        // A thread that cannot start (RLIMIT_AS for its stack, RLIMIT_NPROC) throws: the ones
+        // already running must stop and be joined, as destroying a joinable std::thread
+        // terminates the process.
+        try {
+            threads.emplace_back([&, t] {
+                aligned_buffer buf = make_buffer(bs);
+                slot_picker picker(slots, a.random, t + 1);
+                auto fail = [&](std::string why) {
+                    std::lock_guard lock(failure_mutex);
+                    if (failure.empty()) {
+                        failure = std::move(why);
+                    }
+                    failed = true;
+                };
+                if (!buf) {
+                    fail(fmt::format("bench write {}: buffer of thread {} ({} bytes): {}", a.path, t + 1, bs,
+                                     wz::errno_text(ENOMEM)));
+                    return;
                 }
-                failed = true;
-            };
-            if (!buf) {
-                fail("out of memory");
-                return;
-            }
-            while (!failed) {
-                const std::uint64_t i = next++;
-                if (i >= ops || std::chrono::steady_clock::now() >= deadline) {
-                    break;
+                while (!failed) {
+                    const std::uint64_t i = next++;
+                    if (i >= ops || std::chrono::steady_clock::now() >= deadline) {
+                        break;
+                    }
+                    if (auto r = w.pwrite(buf.get(), bs, offset + picker.pick(i) * bs); !r) {
+                        fail(r.error().message);
+                    }
                 }
-                if (auto r = w.pwrite(buf.get(), bs, offset + picker.pick(i) * bs); !r) {
-                    fail(r.error().message);
-                }
-            }
-        });
+            });
+        } catch (const std::system_error& e) {
+            start_failure = fmt::format("bench write {}: start thread {} of {}: {}", a.path, t + 1, a.threads,
+                                        wz::errno_text(e.code().value()));
+            failed = true;
+        }
     }
     for (auto& th : threads) {
         th.join();
     }
-    return failure;
+    return start_failure.empty() ? failure : start_failure;
 }
 
 // Asynchronous: keep `qd` writes in flight, one buffer each; "" or the first failure.
@@ -145,7 +159,8 @@ std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std:
     for (unsigned i = 0; i < a.qd; ++i) {
         bufs.push_back(make_buffer(bs));
         if (!bufs.back()) {
-            return "out of memory";
+            return fmt::format("bench write {}: buffer {} of {} ({} bytes): {}", a.path, i + 1, a.qd, bs,
+                               wz::errno_text(ENOMEM));
         }
         free_bufs.push_back(i);
     }

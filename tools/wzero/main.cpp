@@ -10,13 +10,17 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <system_error>
 #include <iostream>
 #include <string_view>
@@ -100,6 +104,16 @@ int finish_stdout(int status) {
     return status;
 }
 
+// Under `ulimit -v` an allocation fails long before the machine runs out of memory: say
+// which limit was in force, since that is usually the cause.
+std::string address_space_note() {
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) {
+        return {};
+    }
+    return fmt::format(" (address space limited to {} KiB: ulimit -v, RLIMIT_AS)", lim.rlim_cur / 1024);
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"wzero: written, zeroed extents and durable writes for Linux storage", "wzero"};
     app.set_version_flag("-V,--version", fmt::format("wzero {}", wz::version()));
@@ -158,20 +172,39 @@ int run(int argc, char** argv) {
             return wzcli::exit_failure;
         }
     }
-    if (app.got_subcommand("stat")) {
-        return wzcli::run_stat(stat);
-    }
-    if (app.got_subcommand("alloc")) {
-        return wzcli::run_alloc(alloc);
-    }
-    if (app.got_subcommand("map")) {
-        return wzcli::run_map(alloc);
-    }
-    if (app.got_subcommand("verify")) {
-        return wzcli::run_verify(alloc);
-    }
-    if (app.got_subcommand("bench")) {
-        return wzcli::run_bench_write(bench);
+    const char* command = "";
+    const std::string* path = nullptr;
+    try {
+        if (app.got_subcommand("stat")) {
+            command = "stat";
+            path = &stat.path;
+            return wzcli::run_stat(stat);
+        }
+        if (app.got_subcommand("alloc")) {
+            command = "alloc";
+            path = &alloc.path;
+            return wzcli::run_alloc(alloc);
+        }
+        if (app.got_subcommand("map")) {
+            command = "map";
+            path = &alloc.map_path;
+            return wzcli::run_map(alloc);
+        }
+        if (app.got_subcommand("verify")) {
+            command = "verify";
+            path = &alloc.verify_path;
+            return wzcli::run_verify(alloc);
+        }
+        if (app.got_subcommand("bench")) {
+            command = "bench write";
+            path = &bench.path;
+            return wzcli::run_bench_write(bench);
+        }
+    } catch (const std::bad_alloc&) {
+        // The allocation that failed has been unwound: there is room again for a message.
+        wzcli::print_error(fmt::format("{} {}: out of memory{}", command, path != nullptr ? *path : std::string(),
+                                       address_space_note()));
+        return wzcli::exit_failure;
     }
     return wzcli::exit_failure;
 }
@@ -179,9 +212,17 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Past RLIMIT_FSIZE (`ulimit -f`) a write or fallocate raises SIGXFSZ, whose default
+    // action kills the process with no word said. Ignored, the call fails with EFBIG instead,
+    // and the error names the path, the operation and the range like any other.
+    (void)std::signal(SIGXFSZ, SIG_IGN);  // wz: ignored-error (SIG_ERR only for an invalid signal)
     int status = wzcli::exit_failure;
     try {
         status = run(argc, argv);
+    } catch (const std::bad_alloc&) {
+        // Outside a command (parsing, help): nothing to name, and no memory to build a message.
+        (void)std::fputs("wzero: out of memory\n", stderr);  // wz: ignored-error (nowhere left to say it)
+        status = wzcli::exit_failure;
     } catch (const std::system_error& e) {
         // fmt::print throws when a write to stdout fails; the buffer it failed on is gone, so
         // finish_stdout() would only see the error flag and could not say which error.
