@@ -227,7 +227,7 @@ int run_alloc(const alloc_args& a) {
         if (a.json) {
             auto j = nlohmann::ordered_json::parse(wz::to_json(partial));
             j["error"] = e.message;
-            if (stop_signal() != 0) {
+            if (e.code.value() == ECANCELED && stop_signal() != 0) {
                 j["interrupted_by"] = signal_name(stop_signal());
             }
             fmt::print("{}\n", wz::dump_json(std::move(j)));
