@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <cstdint>
 
 #include <string>
@@ -74,6 +75,14 @@ CLI::Validator positive_integer(std::uint64_t max);
 // A number of seconds greater than zero and at most 10^9 (about 31 years; a longer one
 // would overflow the clock's deadline).
 CLI::Validator positive_seconds();
+
+// SIGINT, SIGTERM and SIGHUP set the returned flag instead of killing the process: a long
+// run (alloc, bench write) stops submitting, reaps what is in flight, says how far it got
+// and exits 1. Further signals while it stops change nothing (only SIGKILL kills).
+const std::atomic<bool>& catch_stop_signals();
+// The first of those signals caught, 0 if none; its name ("SIGTERM").
+int stop_signal();
+std::string signal_name(int sig);
 
 // "wzero: MESSAGE" on stderr. Neither throws: a closed or full stderr loses the text only.
 void print_error(const std::string& message);

@@ -13,12 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <stdio_ext.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <string_view>
 #include <system_error>
@@ -26,10 +24,6 @@
 namespace wzcli {
 
 namespace {
-
-std::atomic<bool> interrupted{false};
-
-extern "C" void on_sigint(int) { interrupted.store(true); }
 
 // util-linux semantics (K = KiB, KB = 1000, ...), not CLI11's own size validator.
 bool parse_size_arg(const std::string& what, const std::string& text, std::uint64_t& out) {
@@ -229,12 +223,7 @@ int run_alloc(const alloc_args& a) {
     opt.rate_bytes_per_second = rate;
     progress_bar bar(!a.json);
     opt.on_progress = [&bar](const wz::progress_info& p) { bar.update(p); };
-    opt.cancel = &interrupted;
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    (void)sigaction(SIGINT, &sa, nullptr);   // wz: ignored-error (without it Ctrl-C kills, as before)
-    (void)sigaction(SIGTERM, &sa, nullptr);  // wz: ignored-error
+    opt.cancel = &catch_stop_signals();
 
     wz::preallocate_report partial;
     auto r = wz::preallocate(a.path, offset, length, opt, &partial);
@@ -244,10 +233,13 @@ int run_alloc(const alloc_args& a) {
         if (a.json) {
             auto j = nlohmann::ordered_json::parse(wz::to_json(partial));
             j["error"] = e.message;
+            if (e.code.value() == ECANCELED && stop_signal() != 0) {
+                j["interrupted_by"] = signal_name(stop_signal());
+            }
             fmt::print("{}\n", wz::dump_json(std::move(j)));
         }
-        if (e.code.value() == ECANCELED && interrupted.load()) {
-            print_error(fmt::format("{}: interrupted by a signal", a.path));
+        if (e.code.value() == ECANCELED && stop_signal() != 0) {
+            print_error(fmt::format("{}: interrupted by {}", a.path, signal_name(stop_signal())));
         }
         print_error(e.message);
         // Once zeroing may have begun (the record was taken), say how far it got; refusals
@@ -263,6 +255,12 @@ int run_alloc(const alloc_args& a) {
             print_error(fmt::format("{}: {}", a.path, partial.cleanup));
         }
         return status_for(e);
+    }
+    if (stop_signal() != 0) {
+        // The signal came after the last operation had been sent (or during a single kernel
+        // call that then zeroed the rest): the range is done and verified, and says so.
+        print_error(fmt::format("{}: {} arrived after the zeroing had finished; the run completed", a.path,
+                                signal_name(stop_signal())));
     }
     if (a.json) {
         fmt::print("{}\n", wz::to_json(*r));

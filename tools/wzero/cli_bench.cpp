@@ -100,8 +100,10 @@ private:
 };
 
 // Synchronous pwrite from `threads` threads; "" or the first failure.
+// A stop signal ends the run as --ops and --time do: each thread finishes the write it is in.
 std::string run_threads(wz::writer& w, const bench_args& a, std::uint64_t bs, std::uint64_t offset,
-                        std::uint64_t slots, std::uint64_t ops, std::chrono::steady_clock::time_point deadline) {
+                        std::uint64_t slots, std::uint64_t ops, std::chrono::steady_clock::time_point deadline,
+                        const std::atomic<bool>& interrupted) {
     std::atomic<std::uint64_t> next{0};
     std::atomic<bool> failed{false};
     std::string failure;
@@ -131,7 +133,7 @@ std::string run_threads(wz::writer& w, const bench_args& a, std::uint64_t bs, st
                 }
                 while (!failed) {
                     const std::uint64_t i = next++;
-                    if (i >= ops || std::chrono::steady_clock::now() >= deadline) {
+                    if (i >= ops || interrupted.load() || std::chrono::steady_clock::now() >= deadline) {
                         break;
                     }
                     if (auto r = w.pwrite(buf.get(), bs, offset + picker.pick(i) * bs); !r) {
@@ -151,9 +153,12 @@ std::string run_threads(wz::writer& w, const bench_args& a, std::uint64_t bs, st
     return start_failure.empty() ? failure : start_failure;
 }
 
-// Asynchronous: keep `qd` writes in flight, one buffer each; "" or the first failure.
+// Asynchronous: keep `qd` writes in flight, one buffer each; "" or the first failure. A stop
+// signal ends submission, and the writes in flight are still reaped (handed back durable):
+// none is left to the kernel when the process exits.
 std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std::uint64_t offset,
-                      std::uint64_t slots, std::uint64_t ops, std::chrono::steady_clock::time_point deadline) {
+                      std::uint64_t slots, std::uint64_t ops, std::chrono::steady_clock::time_point deadline,
+                      const std::atomic<bool>& interrupted) {
     std::vector<aligned_buffer> bufs;
     std::vector<std::uint32_t> free_bufs;
     for (unsigned i = 0; i < a.qd; ++i) {
@@ -171,7 +176,8 @@ std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std:
     bool stop = false;
     for (;;) {
         while (!stop && !free_bufs.empty()) {
-            if (issued >= ops || (a.seconds > 0 && (issued & 63) == 0 && std::chrono::steady_clock::now() >= deadline)) {
+            if (issued >= ops || interrupted.load() ||
+                (a.seconds > 0 && (issued & 63) == 0 && std::chrono::steady_clock::now() >= deadline)) {
                 stop = true;
                 break;
             }
@@ -206,6 +212,8 @@ std::string run_async(wz::writer& w, const bench_args& a, std::uint64_t bs, std:
 }  // namespace
 
 int run_bench_write(const bench_args& a) {
+    // From the start: a signal while the writer opens ends the run before its first write.
+    const std::atomic<bool>& interrupted = catch_stop_signals();
     std::uint64_t bs = 0, offset = 0, length = 0;
     if (!parse_range_args(a.offset, a.length, a.length_option->count() > 0, offset, length) ||
         !parse_positive_size_arg("bs", a.bs, bs)) {
@@ -257,10 +265,11 @@ int run_bench_write(const bench_args& a) {
     const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                    std::chrono::duration<double>(a.seconds > 0 ? a.seconds : 1e9));
     const double cpu0 = cpu_seconds();
-    const std::string failure = a.threads > 0 ? run_threads(*w, a, bs, offset, slots, ops, deadline)
-                                              : run_async(*w, a, bs, offset, slots, ops, deadline);
+    const std::string failure = a.threads > 0 ? run_threads(*w, a, bs, offset, slots, ops, deadline, interrupted)
+                                              : run_async(*w, a, bs, offset, slots, ops, deadline, interrupted);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_seconds() - cpu0;
+    const int sig = stop_signal();  // one that comes later, while closing, changes nothing
     if (!failure.empty()) {
         print_error(failure);
         return exit_failure;
@@ -272,6 +281,18 @@ int run_bench_write(const bench_args& a) {
     }
     const double iops = static_cast<double>(s.writes) / secs;
     const double cpu_us_per_io = s.writes == 0 ? 0.0 : cpu * 1e6 / static_cast<double>(s.writes);
+    // Interrupted: the partial results still print (they are what ran), then the line that
+    // says so, and exit status 1 as for an interrupted alloc.
+    const auto say_interrupted = [&] {
+        if (sig == 0) {
+            return;
+        }
+        const std::string of = a.ops != 0 || a.seconds <= 0 ? fmt::format(" of {}", ops) : std::string();
+        const std::string limit = a.seconds > 0 ? fmt::format(" of {:g}", a.seconds) : std::string();
+        print_error(fmt::format("{}: interrupted by {} after {}{} writes in {:.3f}{} s; every write submitted "
+                                "completed, none was left in flight",
+                                a.path, signal_name(sig), s.writes, of, secs, limit));
+    };
     const std::string api = a.threads > 0 ? "sync" : "async";
     const unsigned depth = a.threads > 0 ? a.threads : a.qd;
     if (a.json) {
@@ -294,8 +315,12 @@ int run_bench_write(const bench_args& a) {
                                  {"busy_looks", s.busy_looks},
                                  {"idle_sleeps", s.idle_sleeps},
                                  {"latency_us", {{"p50", s.p50_us}, {"p99", s.p99_us}, {"p99.9", s.p999_us}}}};
+        if (sig != 0) {
+            j["interrupted_by"] = signal_name(sig);
+        }
         fmt::print("{}\n", wz::dump_json(std::move(j)));
-        return exit_ok;
+        say_interrupted();
+        return sig != 0 ? exit_failure : exit_ok;
     }
     fmt::print("mode: {} ({})\n", wz::to_string(w->mode()), w->reason());
     if (a.threads > 0) {
@@ -307,7 +332,8 @@ int run_bench_write(const bench_args& a) {
                bs, secs, iops, static_cast<double>(s.bytes) / secs / 1048576.0, cpu_us_per_io);
     fmt::print("latency p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us; FUA writes {}, flushes issued {}\n", s.p50_us,
                s.p99_us, s.p999_us, s.fua_writes, s.flushes);
-    return exit_ok;
+    say_interrupted();
+    return sig != 0 ? exit_failure : exit_ok;
 }
 
 }  // namespace wzcli
