@@ -150,6 +150,13 @@ status async_engine::queue(std::uint32_t slot) {
     return submit_sqes();
 }
 
+// A failed flush's error as a write it covered reports it: each names its own range, as the
+// synchronous pwrite() does.
+error_info async_engine::flush_failed(error_info e, const async_op& op) {
+    e.message += fmt::format(" (write [offset {}, length {}] not durable)", op.offset, op.len);
+    return e;
+}
+
 // op `slot` is finished (durable or failed): hand it back on the next complete().
 void async_engine::deliver(std::uint32_t slot) {
     async_op& op = ops_[slot];
@@ -185,7 +192,7 @@ void async_engine::handle(const io_uring_cqe& cqe) {
         }
         for (std::uint32_t slot : group_.flush_completed()) {
             if (e) {
-                ops_[slot].error = e;
+                ops_[slot].error = flush_failed(*e, ops_[slot]);
             }
             deliver(slot);
         }
@@ -245,7 +252,7 @@ status async_engine::maybe_flush() {
         auto e = w_.flush_now();  // counts itself
         for (std::uint32_t slot : group_.flush_completed()) {
             if (!e.ok()) {
-                ops_[slot].error = e.error();
+                ops_[slot].error = flush_failed(e.error(), ops_[slot]);
             }
             deliver(slot);
         }

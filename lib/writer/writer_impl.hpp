@@ -60,6 +60,7 @@ private:
     status queue(std::uint32_t slot);
     void handle(const io_uring_cqe& cqe);
     void deliver(std::uint32_t slot);
+    static error_info flush_failed(error_info e, const async_op& op);
     status maybe_flush();
     status submit_sqes();
 

@@ -649,11 +649,18 @@ status runner::run() {
             e = write_back_range();
             rep_.flushed = false;
         } else if (::fdatasync(fd_) != 0) {
-            e = make_error("fdatasync", path_, errno);
+            // The flush that makes the range durable failed: the range is named, as a failed
+            // write names its own.
+            e = make_error_range("fdatasync", path_, offset_, length_, errno);
         } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && char_) {
             io::nvme_target t{char_.get(), caps->nvme->char_device, caps->nvme->nsid, caps->nvme->lba_bytes};
             e = io::nvme_flush(t);
             rep_.flushed = e.ok();
+            if (!e.ok()) {
+                error_info err = std::move(e).error();
+                err.message += fmt::format(" ([offset {}, length {}] of {} not durable)", offset_, length_, path_);
+                e = std::move(err);
+            }
         } else {
             rep_.flushed = caps->cache.effective == cache_mode::write_back;
         }
