@@ -249,7 +249,8 @@ TEST(PsyncPool, AFailedWriteIsHandedBackWithItsErrorAndNotFlushed) {
 
 TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
     const std::size_t tasks_before = task_count();
-    for (const unsigned threads : {1U, 3U, 64U}) {
+    constexpr unsigned jobs = wz::writer_detail::psync_max_threads + 8;
+    for (const unsigned threads : {1U, 3U, 1000U}) {
         SCOPED_TRACE(::testing::Message() << threads << " threads asked");
         const unsigned expect = std::min(threads, wz::writer_detail::psync_max_threads);
         gate writes;
@@ -274,7 +275,7 @@ TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
                 },
                 {}, "/test/f");
             EXPECT_EQ(pool.threads(), 0U) << "threads before the first submit";
-            for (std::uint64_t i = 0; i < 40; ++i) {
+            for (std::uint64_t i = 0; i < jobs; ++i) {
                 ASSERT_TRUE(pool.submit(job_at(i)).ok());
             }
             ASSERT_TRUE(writes.await_waiters(expect));
@@ -284,8 +285,8 @@ TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
             EXPECT_EQ(task_count(), tasks_before + expect);
             writes.release();
             std::vector<psync_pool::finished> out;
-            EXPECT_EQ(pool.complete(out, 40), 40U);
-            EXPECT_EQ(signals_blocked.load(), 40U) << "a worker ran with SIGTERM, SIGINT or SIGHUP deliverable";
+            EXPECT_EQ(pool.complete(out, jobs), jobs);
+            EXPECT_EQ(signals_blocked.load(), jobs) << "a worker ran with SIGTERM, SIGINT or SIGHUP deliverable";
         }
         EXPECT_EQ(task_count(), tasks_before) << "a worker outlived its pool";
     }
