@@ -81,7 +81,8 @@ void print_usage() {
         "      --order seq|scatter  block order (default scatter: a fixed permutation of the range)\n"
         "      --trace-marker       also write \"wzack SEQ OFFSET\" to " "/sys/kernel/tracing/trace_marker\n"
         "    stdout: \"open RUN_ID MODE COMPLETION ALIGNMENT\", \"reason TEXT\", \"ack SEQ OFFSET\" per\n"
-        "    acknowledged write, and at the end \"stats writes=N bytes=N fua_writes=N flushes=N ...\".\n"
+        "    acknowledged write, and at the end \"stats writes=N bytes=N fua_writes=N flushes=N ...\n"
+        "    engine=io_uring|psync\".\n"
         "  wz_ackwrite verify [--via odirect|nvme] [--nvme-dev /dev/ngXnY] [--run-id ID] PATH ACKS\n"
         "      reads every block listed by the \"ack\" lines of ACKS (the run id from its \"open\"\n"
         "      line) with O_DIRECT, or with NVMe Read through the namespace's char device (--via\n"
@@ -463,9 +464,9 @@ int run_write(const write_args& a) {
     }
     write_line(STDOUT_FILENO,
                fmt::format("stats writes={} bytes={} fua_writes={} flushes={} blocking_waits={} busy_looks={} "
-                           "idle_sleeps={} passthrough={} acked={}\n",
+                           "idle_sleeps={} passthrough={} acked={} engine={}\n",
                            s.writes, s.bytes, s.fua_writes, s.flushes, s.blocking_waits, s.busy_looks, s.idle_sleeps,
-                           s.passthrough.empty() ? "-" : s.passthrough, ack.acked.load()));
+                           s.passthrough.empty() ? "-" : s.passthrough, ack.acked.load(), s.engine));
     if (ack.marker_fd >= 0) {
         ::close(ack.marker_fd);
     }

@@ -436,7 +436,9 @@ enum class durability_mode {
 };
 [[nodiscard]] const char* to_string(durability_mode m) noexcept;
 
-// How the writer's io_uring waits for completions (asynchronous API).
+// How the writer's io_uring waits for completions (asynchronous API). On the psync engine
+// (wz::current_io_engine) the mode is checked at open as on io_uring (poll needs poll queues)
+// and then ignored: its threads block in pwrite and complete() on a condition variable.
 enum class completion_mode {
     interrupt,  // block in io_uring_enter until a completion arrives (the device's interrupt)
     poll,       // IORING_SETUP_IOPOLL: the kernel polls the device's poll queues (needs
@@ -483,6 +485,11 @@ struct writer_stats {
     std::uint64_t busy_looks = 0;      // adaptive: looks at the completion queue without a wait
     std::uint64_t idle_sleeps = 0;     // adaptive: `interval` sleeps
     std::string passthrough;           // "uring_cmd" or "ioctl" once NVMe commands were sent
+    // The asynchronous API's engine: "io_uring" or "psync" (before the first submit(), the one
+    // it would use: the process's, wz::current_io_engine()). Under psync the completion mode
+    // means nothing (its threads block in pwrite; complete() waits count as blocking_waits)
+    // and NVMe commands go through the ioctl.
+    std::string engine;
 };
 
 // One write finished by writer::complete(): durable in the writer's mode, or failed.
@@ -517,7 +524,8 @@ public:
     // The same for a vector: every segment aligned; all of it durable on return.
     result<std::size_t> pwritev(const ::iovec* iov, int iovcnt, std::uint64_t offset);
 
-    // Asynchronous API, on io_uring (one thread at a time; pwrite() may run alongside).
+    // Asynchronous API, on the process's I/O engine (io_uring, or psync's thread pool; one
+    // thread at a time; pwrite() may run alongside).
     // Queues one write; it is durable once complete() hands it back. EBUSY when
     // options.queue_depth writes are already in flight; the checks of pwrite() apply.
     status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data);

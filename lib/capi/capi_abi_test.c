@@ -302,6 +302,32 @@ static void test_stat(void) {
 /* The durable writer                                                                    */
 /* ------------------------------------------------------------------------------------ */
 
+/* io_uring instances open in this process (the kernel's name for their descriptors). */
+static unsigned rings_open(void) {
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char link[PATH_MAX];
+        char target[64];
+        ssize_t len;
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        len = readlink(link, target, sizeof target - 1);
+        if (len > 0) {
+            target[len] = '\0';
+            n += strcmp(target, "anon_inode:[io_uring]") == 0;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 static void test_writer_io(const char *file, struct wz_writer *w) {
     uint32_t align = wz_writer_alignment(w);
     unsigned char *buf = NULL;
@@ -343,6 +369,11 @@ static void test_writer_io(const char *file, struct wz_writer *w) {
         check(rc == 0, "wz_writer_submit");
     }
     check(wz_writer_in_flight(w) == 8, "wz_writer_in_flight counts the 8 submitted writes");
+    if (wz_io_engine(WZ_ENGINE_AUTO, NULL, 0) == WZ_ENGINE_PSYNC) {
+        check(rings_open() == 0, "psync: no io_uring instance while asynchronous writes are in flight");
+    } else {
+        check(rings_open() >= 1, "io_uring: the writer's ring is open while writes are in flight");
+    }
     got = wz_writer_complete(w, done, 3, 8);
     check(got == 3, "wz_writer_complete stores at most MAX (3) though 8 completed");
     for (i = 0; i < got && i < 3; i++) {

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-// wz::writer's asynchronous path: submit() queues O_DIRECT writes (or NVMe Writes with FUA
-// through uring_cmd) on one io_uring; complete() reaps them as the completion mode says and
-// hands back only writes that are durable: at once in through/fua/dsync, and in flush mode
-// after a flush submitted once the write had completed (group commit, flush_batcher: one
-// flush in flight at a time, covering every write completed before it).
+// wz::writer's asynchronous path. On io_uring, submit() queues O_DIRECT writes (or NVMe
+// Writes with FUA through uring_cmd) on one ring; complete() reaps them as the completion mode
+// says and hands back only writes that are durable: at once in through/fua/dsync, and in
+// flush mode after a flush submitted once the write had completed (group commit,
+// flush_batcher: one flush in flight at a time, covering every write completed before it).
+// On psync, a thread pool does the synchronous path's writes and the same group commit
+// (psync_pool).
 
 #include "writer/writer_impl.hpp"
 
+#include "io/engine_select.hpp"
 #include "io/nvme_cmd.hpp"
 #include "util/errors.hpp"
 
@@ -23,7 +26,7 @@ constexpr std::uint64_t flush_tag = UINT64_MAX;
 
 }  // namespace
 
-status async_engine::start() {
+status uring_engine::start() {
     const unsigned depth = w_.options.queue_depth;
     unsigned flags = 0;
     iopoll_ = w_.options.completion.mode == completion_mode::poll;
@@ -57,24 +60,10 @@ status async_engine::start() {
     return {};
 }
 
-void async_engine::reset() {
-    if (reaper_) {
-        counters_before_ += reaper_->counters();
-    }
-    reaper_.reset();
-    ring_.reset();
-}
-
-io::reaper_counters async_engine::counters() const {
-    io::reaper_counters c = counters_before_;
-    if (reaper_) {
-        c += reaper_->counters();
-    }
-    return c;
-}
+io::reaper_counters uring_engine::counters() const { return reaper_ ? reaper_->counters() : io::reaper_counters{}; }
 
 // Submits what is queued in the SQ; the kernel may take part of it (the rest goes next time).
-status async_engine::submit_sqes() {
+status uring_engine::submit_sqes() {
     io_uring* r = ring_->get();
     while (io_uring_sq_ready(r) > 0) {
         const int rc = io::detail::submit(r);
@@ -90,7 +79,7 @@ status async_engine::submit_sqes() {
 }
 
 // Puts op `slot` (its remaining bytes) on the ring.
-status async_engine::queue(std::uint32_t slot) {
+status uring_engine::queue(std::uint32_t slot) {
     async_op& op = ops_[slot];
     io_uring* r = ring_->get();
     status submit_error;
@@ -152,13 +141,13 @@ status async_engine::queue(std::uint32_t slot) {
 
 // A failed flush's error as a write it covered reports it: each names its own range, as the
 // synchronous pwrite() does.
-error_info async_engine::flush_failed(error_info e, const async_op& op) {
+error_info uring_engine::flush_failed(error_info e, const async_op& op) {
     e.message += fmt::format(" (write [offset {}, length {}] not durable)", op.offset, op.len);
     return e;
 }
 
 // op `slot` is finished (durable or failed): hand it back on the next complete().
-void async_engine::deliver(std::uint32_t slot) {
+void uring_engine::deliver(std::uint32_t slot) {
     async_op& op = ops_[slot];
     writer_completion c;
     c.user_data = op.user_data;
@@ -177,7 +166,7 @@ void async_engine::deliver(std::uint32_t slot) {
     free_slots_.push_back(slot);
 }
 
-void async_engine::handle(const io_uring_cqe& cqe) {
+void uring_engine::handle(const io_uring_cqe& cqe) {
     --commands_in_flight_;
     const std::uint64_t tag = io_uring_cqe_get_data64(&cqe);
     if (tag == flush_tag) {
@@ -241,7 +230,7 @@ void async_engine::handle(const io_uring_cqe& cqe) {
 }
 
 // Flush mode: starts the flush the group commit asks for.
-status async_engine::maybe_flush() {
+status uring_engine::maybe_flush() {
     if (w_.mode != durability_mode::flush ||
         !group_.flush_due(std::chrono::steady_clock::now(), writes_in_flight_ - ready_.size())) {
         return {};
@@ -280,12 +269,7 @@ status async_engine::maybe_flush() {
     return submit_sqes();
 }
 
-status async_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
-    if (!ring_) {
-        if (auto e = start(); !e.ok()) {
-            return e;
-        }
-    }
+status uring_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
     if (free_slots_.empty()) {
         return make_error_msg(EBUSY, fmt::format("write {} [offset {}, length {}]: {} writes already in flight (the "
                                                  "queue depth): complete() some first",
@@ -316,13 +300,13 @@ status async_engine::submit(const void* buf, std::size_t len, std::uint64_t offs
     return {};
 }
 
-result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
+result<std::size_t> uring_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
     if (!ring_) {
         return std::size_t{0};
     }
     min_complete = std::min(min_complete, writes_in_flight_);
     struct ops_t {
-        async_engine& a;
+        uring_engine& a;
         std::optional<error_info> error;
         unsigned drain() {
             const unsigned n = io::detail::drain_ready(a.ring_->get(), [&](const io_uring_cqe& cqe) { a.handle(cqe); });
@@ -364,21 +348,116 @@ result<std::size_t> async_engine::complete(std::vector<writer_completion>& out, 
     return n;
 }
 
+psync_engine::psync_engine(writer::impl& w)
+    : w_(w),
+      pool_(
+          w.options.queue_depth,
+          [&w](const psync_pool::job& j) -> status {
+              if (w.nvme_fua) {
+                  return w.write_nvme_fua_ioctl(j.buf, j.len, j.offset);
+              }
+              ::iovec iov{const_cast<unsigned char*>(j.buf), j.len};
+              return w.write_plain(&iov, 1, j.offset, j.len, "write (psync)");
+          },
+          w.mode == durability_mode::flush ? psync_pool::flush_fn([&w] { return w.flush_now(); })
+                                           : psync_pool::flush_fn(),
+          w.path) {}
+
+status psync_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
+    if (pool_.in_flight() >= w_.options.queue_depth) {
+        return make_error_msg(EBUSY, fmt::format("write {} [offset {}, length {}]: {} writes already in flight (the "
+                                                 "queue depth): complete() some first",
+                                                 w_.path, offset, len, w_.options.queue_depth));
+    }
+    psync_pool::job j;
+    j.user_data = user_data;
+    j.buf = static_cast<const unsigned char*>(buf);
+    j.len = len;
+    j.offset = offset;
+    j.t0 = std::chrono::steady_clock::now();
+    return pool_.submit(j);
+}
+
+result<std::size_t> psync_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
+    std::vector<psync_pool::finished> done;
+    const std::size_t n = pool_.complete(done, min_complete);
+    for (auto& f : done) {
+        writer_completion c;
+        c.user_data = f.user_data;
+        if (f.error) {
+            c.error = std::move(f.error);
+        } else {
+            c.bytes = f.len;
+            if (w_.mode == durability_mode::fua) {
+                w_.fua_writes++;
+            }
+            w_.record(f.len, f.latency_us);
+        }
+        out.push_back(std::move(c));
+    }
+    return n;
+}
+
+io::reaper_counters psync_engine::counters() const {
+    io::reaper_counters c;
+    c.blocking_waits = pool_.blocking_waits();
+    return c;
+}
+
 }  // namespace wz::writer_detail
 
 namespace wz {
+
+io_engine writer::impl::async_engine_kind() const {
+    return async ? async->engine() : current_io_engine().engine;
+}
+
+status writer::impl::start_async() {
+    if (current_io_engine().engine == io_engine::io_uring) {
+        auto u = std::make_unique<writer_detail::uring_engine>(*this);
+        auto e = u->start();
+        if (e.ok()) {
+            async = std::move(u);
+            return {};
+        }
+        // Refused for good (EPERM from kernel.io_uring_disabled or a seccomp profile, ENOMEM
+        // from RLIMIT_MEMLOCK, EMFILE) after an automatic choice: psync, for this writer and
+        // the rest of the process. io_uring asked for explicitly: its error.
+        if (!io::fall_back_to_psync(e.code().value(), fmt::format("writer {}: io_uring setup ({} entries)", path,
+                                                                   options.queue_depth + 1))) {
+            return e;
+        }
+    }
+    async = std::make_unique<writer_detail::psync_engine>(*this);
+    return {};
+}
+
+void writer::impl::reset_async() {
+    if (async) {
+        async_counters_before += async->counters();
+        async.reset();  // waits for what it has running
+    }
+}
 
 status writer::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
     if (auto e = p_->check_write(buf, len, offset); !e.ok()) {
         return e;
     }
-    return p_->async.submit(buf, len, offset, user_data);
+    if (!p_->async) {
+        if (auto e = p_->start_async(); !e.ok()) {
+            return e;
+        }
+    }
+    return p_->async->submit(buf, len, offset, user_data);
 }
 
 result<std::size_t> writer::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
-    return p_->async.complete(out, min_complete);
+    if (!p_->async) {
+        return std::size_t{0};
+    }
+    return p_->async->complete(out, min_complete);
 }
 
-std::size_t writer::in_flight() const noexcept { return p_->async.writes_in_flight(); }
+std::size_t writer::in_flight() const noexcept { return p_->async_in_flight(); }
 
 }  // namespace wz

@@ -60,7 +60,8 @@ private:
     std::vector<failed_range> failed_;  // at most one per waiting thread; usually empty
 };
 
-// The asynchronous path (one thread, the caller of submit/complete), fed with events:
+// The asynchronous path, fed with events (not thread-safe: on io_uring from the one thread
+// calling submit/complete, on psync from the pool's workers under the pool's mutex):
 // write_completed, then flush_due at each look at the completion queue; start_flush when it
 // says so and flush_completed when the flush comes back. Writes are named by the caller's
 // ids (the writer's slots).

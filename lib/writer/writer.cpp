@@ -7,6 +7,7 @@
 
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
+#include "io/engine_select.hpp"
 #include "io/nvme_cmd.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/target.hpp"
@@ -210,13 +211,19 @@ status writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std:
 // up to a ring's worth of the write's commands in flight at once; the ioctl where the kernel
 // has no uring_cmd.
 status writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
-    if (uring_cmd_missing) {
+    // psync: the ioctl, never a ring.
+    if (uring_cmd_missing || current_io_engine().engine == io_engine::psync) {
         return write_nvme_fua_ioctl(buf, len, off);
     }
-    std::string why;
-    auto r = rings.acquire(why);
+    int setup_errno = 0;
+    auto r = rings.acquire(setup_errno);
     if (!r) {
+        // The ioctl from now on whatever the reason; a ring refused for good after an automatic
+        // choice also moves the process to psync (the reason names this setup).
         uring_cmd_missing = true;
+        (void)io::fall_back_to_psync(  // wz: ignored-error (the ioctl either way; the engine records why)
+            setup_errno, fmt::format("writer {}: io_uring setup ({} entries, SQE128|CQE32)",
+                                     caps.nvme->char_device, writer_detail::pool_ring_entries));
         return write_nvme_fua_ioctl(buf, len, off);
     }
     struct part_t {
@@ -288,7 +295,7 @@ status writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint6
 
 namespace writer_detail {
 
-std::unique_ptr<io::detail::ring> ring_pool::acquire(std::string& why) {
+std::unique_ptr<io::detail::ring> ring_pool::acquire(int& setup_errno) {
     {
         std::lock_guard lock(mutex_);
         if (!free_.empty()) {
@@ -299,7 +306,7 @@ std::unique_ptr<io::detail::ring> ring_pool::acquire(std::string& why) {
     }
     auto r = std::make_unique<io::detail::ring>();
     if (int rc = r->init(pool_ring_entries, IORING_SETUP_SQE128 | IORING_SETUP_CQE32); rc < 0) {
-        why = fmt::format("io_uring setup with SQE128|CQE32: {}", errno_text(-rc));
+        setup_errno = -rc;
         return nullptr;
     }
     return r;
@@ -313,6 +320,38 @@ void ring_pool::release(std::unique_ptr<io::detail::ring> r) {
 }
 
 }  // namespace writer_detail
+
+status writer::impl::write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len,
+                                 const char* what) {
+    const int flags = mode == durability_mode::fua ? RWF_DSYNC : 0;
+    std::vector<::iovec> rest(iov, iov + iovcnt);
+    std::size_t done = 0, first = 0;
+    while (done < len) {
+        const ssize_t n = ::pwritev2(fd.get(), rest.data() + first, static_cast<int>(rest.size() - first),
+                                     static_cast<off_t>(off + done), flags);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return make_error_range(what, path, off + done, len - done, errno);
+        }
+        if (n == 0) {
+            return make_error_range(fmt::format("{} (no progress)", what), path, off + done, len - done, EIO);
+        }
+        done += static_cast<std::size_t>(n);
+        // Step past what was written (a short O_DIRECT write ends on a block boundary).
+        for (auto left = static_cast<std::size_t>(n); left > 0;) {
+            const std::size_t step = std::min(left, rest[first].iov_len);
+            rest[first].iov_base = static_cast<unsigned char*>(rest[first].iov_base) + step;
+            rest[first].iov_len -= step;
+            left -= step;
+            if (rest[first].iov_len == 0) {
+                ++first;
+            }
+        }
+    }
+    return {};
+}
 
 status writer::impl::check_write(const void* buf, std::size_t len, std::uint64_t off) const {
     if (off < offset || off > offset + length || len > offset + length - off) {
@@ -543,32 +582,8 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
         }
         w.fua_writes++;
     } else {
-        const int flags = w.mode == durability_mode::fua ? RWF_DSYNC : 0;
-        std::vector<::iovec> rest(iov, iov + iovcnt);
-        std::size_t done = 0, first = 0;
-        while (done < len) {
-            const ssize_t n = ::pwritev2(w.fd.get(), rest.data() + first, static_cast<int>(rest.size() - first),
-                                         static_cast<off_t>(offset + done), flags);
-            if (n < 0) {
-                if (errno == EINTR) {
-                    continue;
-                }
-                return make_error_range("write", w.path, offset + done, len - done, errno);
-            }
-            if (n == 0) {
-                return make_error_range("write (no progress)", w.path, offset + done, len - done, EIO);
-            }
-            done += static_cast<std::size_t>(n);
-            // Step past what was written (a short O_DIRECT write ends on a block boundary).
-            for (auto left = static_cast<std::size_t>(n); left > 0;) {
-                const std::size_t step = std::min(left, rest[first].iov_len);
-                rest[first].iov_base = static_cast<unsigned char*>(rest[first].iov_base) + step;
-                rest[first].iov_len -= step;
-                left -= step;
-                if (rest[first].iov_len == 0) {
-                    ++first;
-                }
-            }
+        if (auto e = w.write_plain(iov, iovcnt, offset, len, "write"); !e.ok()) {
+            return std::move(e).error();
         }
         if (w.mode == durability_mode::fua) {
             w.fua_writes++;
@@ -601,7 +616,11 @@ writer_stats writer::stats() const {
     if (const auto used = p_->passthrough_used.load()) {
         s.passthrough = io::to_string(*used);
     }
-    const io::reaper_counters c = p_->async.counters();
+    io::reaper_counters c = p_->async_counters_before;
+    if (p_->async) {
+        c += p_->async->counters();
+    }
+    s.engine = to_string(p_->async_engine_kind());
     s.blocking_waits = c.blocking_waits;
     s.busy_looks = c.busy_looks;
     s.idle_sleeps = c.idle_sleeps;
@@ -622,10 +641,10 @@ writer_stats writer::stats() const {
 
 status writer::refresh() {
     impl& w = *p_;
-    if (w.async.writes_in_flight() > 0) {
+    if (w.async_in_flight() > 0) {
         return make_error_msg(EBUSY, fmt::format("writer {}: refresh with {} asynchronous writes in flight: "
                                                  "complete() them first",
-                                                 w.path, w.async.writes_in_flight()));
+                                                 w.path, w.async_in_flight()));
     }
     auto caps = stat(w.fd.get(), w.path, stat_options{true});
     if (!caps) {
@@ -644,7 +663,7 @@ status writer::refresh() {
     if (!e.ok()) {
         return e;
     }
-    w.async.reset();  // the next submit() sets up a ring for the new mode
+    w.reset_async();  // the next submit() sets up an engine for the new mode
     if ((w.mode == durability_mode::dsync) != (before == durability_mode::dsync) || w.nvme_fua || w.nvme_flush) {
         w.fd.reset();
         w.char_fd.reset();
@@ -658,10 +677,10 @@ status writer::close() {
         return {};
     }
     status e;
-    if (p_->async.writes_in_flight() > 0) {
+    if (p_->async_in_flight() > 0) {
         // Asynchronous writes still in flight: wait for them; their first failure is ours.
         std::vector<writer_completion> done;
-        auto r = complete(done, p_->async.writes_in_flight());
+        auto r = complete(done, p_->async_in_flight());
         if (!r) {
             e = r.error();
         }
@@ -671,7 +690,7 @@ status writer::close() {
             }
         }
     }
-    p_->async.reset();
+    p_->reset_async();
     if (int rc = p_->char_fd.close(); rc != 0 && e.ok()) {
         e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
     }

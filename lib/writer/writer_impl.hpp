@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Private to lib/writer: the state behind wz::writer. writer::impl holds what both paths
 // share (the target, its descriptors, the durability mode, the counters) and the synchronous
-// path's group commit; the asynchronous io_uring path keeps its own state in async_engine
-// (async.cpp).
+// path's group commit; the asynchronous path keeps its own state in an async_engine
+// (async.cpp: io_uring or psync).
 #pragma once
 
 #include "io/completion.hpp"
@@ -11,8 +11,11 @@
 #include "io/ring.hpp"
 #include "util/unique_fd.hpp"
 #include "writer/group_commit.hpp"
+#include "writer/psync_pool.hpp"
 
 #include <wzero/wzero.hpp>
+
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,24 +42,37 @@ struct async_op {
     std::chrono::steady_clock::time_point t0;
 };
 
-// The asynchronous path: one io_uring, created on the first submit(), its reaper (interrupt,
-// poll or adaptive completion), the slots of the writes in flight and, in flush mode, the
-// group commit that decides when a flush starts. It writes through the device state of
-// writer::impl (descriptors, mode, NVMe facts); the synchronous path shares none of this.
+// The asynchronous API's engine, chosen at the first submit() after open or refresh: the
+// process's I/O engine (wz::current_io_engine), io_uring moving to psync when its ring setup is
+// refused for good (io::fall_back_to_psync). Both hand back only writes that are durable, with
+// the same errors and counters; destroying one waits for the writes it has running.
 class async_engine {
 public:
-    explicit async_engine(writer::impl& w) : w_(w) {}
+    virtual ~async_engine() = default;
+    virtual status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) = 0;
+    virtual result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete) = 0;
+    [[nodiscard]] virtual std::size_t writes_in_flight() const noexcept = 0;
+    [[nodiscard]] virtual io::reaper_counters counters() const = 0;
+    [[nodiscard]] virtual io_engine engine() const noexcept = 0;
+};
 
-    status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data);
-    result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete);
-    // Tears the ring down (refresh, close); the next submit() sets up one for the new mode.
-    void reset();
-    [[nodiscard]] std::size_t writes_in_flight() const noexcept { return writes_in_flight_; }
-    // Of every ring so far, those torn down included.
-    [[nodiscard]] io::reaper_counters counters() const;
+// io_uring: one ring, its reaper (interrupt, poll or adaptive completion), the slots of the
+// writes in flight and, in flush mode, the group commit that decides when a flush starts. It
+// writes through the device state of writer::impl (descriptors, mode, NVMe facts); the
+// synchronous path shares none of this.
+class uring_engine final : public async_engine {
+public:
+    explicit uring_engine(writer::impl& w) : w_(w) {}
+
+    // Sets up the ring; its error (io_uring setup, with the errno) before any submit().
+    status start();
+    status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) override;
+    result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete) override;
+    [[nodiscard]] std::size_t writes_in_flight() const noexcept override { return writes_in_flight_; }
+    [[nodiscard]] io::reaper_counters counters() const override;
+    [[nodiscard]] io_engine engine() const noexcept override { return io_engine::io_uring; }
 
 private:
-    status start();
     status queue(std::uint32_t slot);
     void handle(const io_uring_cqe& cqe);
     void deliver(std::uint32_t slot);
@@ -65,7 +81,7 @@ private:
     status submit_sqes();
 
     writer::impl& w_;
-    std::unique_ptr<io::detail::ring> ring_;  // null until the first submit()
+    std::unique_ptr<io::detail::ring> ring_;  // null until start()
     bool iopoll_ = false;
     bool sqe128_ = false;         // the ring takes uring_cmd (NVMe passthrough)
     bool uring_cmd_ok_ = false;   // a uring_cmd completed: the path works here
@@ -77,7 +93,27 @@ private:
     std::vector<writer_completion> ready_;  // durable or failed, not yet handed back
     std::vector<double> ready_latency_us_;
     std::optional<io::reaper> reaper_;
-    io::reaper_counters counters_before_;  // of rings torn down by reset()
+};
+
+// psync: a pool of up to min(queue depth, psync_max_threads) threads doing what the
+// synchronous API does (pwrite on the O_DIRECT descriptor, O_DSYNC in dsync mode, RWF_DSYNC
+// in fua mode on a file; NVMe Write with FUA through the ioctl on a raw namespace) and, in
+// flush mode, io_uring's group commit (flush_batcher) with flush_now() as the flush.
+// completion_options mean nothing here: the workers block in the kernel, complete() on a
+// condition variable (its waits counted as blocking_waits).
+class psync_engine final : public async_engine {
+public:
+    explicit psync_engine(writer::impl& w);
+
+    status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) override;
+    result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete) override;
+    [[nodiscard]] std::size_t writes_in_flight() const noexcept override { return pool_.in_flight(); }
+    [[nodiscard]] io::reaper_counters counters() const override;
+    [[nodiscard]] io_engine engine() const noexcept override { return io_engine::psync; }
+
+private:
+    writer::impl& w_;
+    psync_pool pool_;
 };
 
 constexpr unsigned pool_ring_entries = 16;
@@ -85,8 +121,8 @@ constexpr unsigned pool_ring_entries = 16;
 // Rings for synchronous NVMe FUA writes through uring_cmd: one per concurrent caller.
 class ring_pool {
 public:
-    // A ring with SQE128|CQE32, or nullptr (with the reason) when the kernel has none.
-    std::unique_ptr<io::detail::ring> acquire(std::string& why);
+    // A ring with SQE128|CQE32, or nullptr (with the setup's errno) when none can be set up.
+    std::unique_ptr<io::detail::ring> acquire(int& setup_errno);
     void release(std::unique_ptr<io::detail::ring> r);
 
 private:
@@ -123,7 +159,15 @@ struct writer::impl {
     mutable std::mutex stats_mutex;
     std::vector<double> latencies_us;
 
-    writer_detail::async_engine async{*this};
+    // The asynchronous API's engine: null until the first submit() (after open or refresh).
+    // Last, so that it is destroyed first: its running writes use the descriptors above.
+    io::reaper_counters async_counters_before;  // of engines torn down by refresh
+    std::unique_ptr<writer_detail::async_engine> async;
+    status start_async();
+    void reset_async();
+    [[nodiscard]] std::size_t async_in_flight() const noexcept { return async ? async->writes_in_flight() : 0; }
+    // The engine a submit() uses now: the running one, else the process's.
+    [[nodiscard]] io_engine async_engine_kind() const;
 
     status choose_mode();
     status open_fds();
@@ -131,6 +175,9 @@ struct writer::impl {
     status check_write(const void* buf, std::size_t len, std::uint64_t off) const;
     status write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
     status write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
+    // pwritev2 of [off, off + len) from iov, short writes continued (RWF_DSYNC in fua
+    // mode); errors name `what`, the path and the range not written.
+    status write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len, const char* what);
     [[nodiscard]] std::uint64_t nvme_part_bytes() const;
     // The NVMe Writes with FUA that carry [off, off + len) from buf: split at the transfer
     // limit, the partition's start added. fn(words, slba, nlb) returns false to stop; so

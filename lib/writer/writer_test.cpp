@@ -2,12 +2,14 @@
 // wz::writer on a real file (WZ_TEST_DIR, else /var/tmp): the asynchronous API, pwritev,
 // open from a descriptor, and the errors a caller must get. The device-side checks (flush
 // and FUA counts at the device, kill -9) are fstests (host/006, nvme/*).
+#include "io/engine_select.hpp"
 #include "testing/scratch_dir.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,9 +43,22 @@ buffer make_buffer(std::size_t n, unsigned char fill) {
     return buffer(static_cast<unsigned char*>(p));
 }
 
-class WriterTest : public ::testing::Test {
+// Every test runs on both engines of the asynchronous API (and of NVMe commands): io_uring
+// and psync, chosen as a new process would (WZERO_ENGINE notwithstanding).
+unsigned char read_file_byte(const std::string& path, off_t off) {
+    unsigned char c = 0;
+    wz::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    EXPECT_EQ(::pread(fd.get(), &c, 1, off), 1);
+    return c;
+}
+
+class WriterTest : public ::testing::TestWithParam<wz::io_engine> {
 protected:
     void SetUp() override {
+        wz::io::reset_engine_for_testing();
+        const auto req =
+            GetParam() == wz::io_engine::psync ? wz::io_engine_request::psync : wz::io_engine_request::io_uring;
+        ASSERT_TRUE(wz::select_io_engine(req).ok());
         // Written extents (data), so every mode is possible; O_DIRECT must work here.
         path_ = (dir_.path() / "f").string();
         wz::unique_fd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
@@ -60,11 +77,26 @@ protected:
         EXPECT_EQ(::pread(fd.get(), v.data(), n, static_cast<off_t>(off)), static_cast<ssize_t>(n));
         return v;
     }
+    void TearDown() override { wz::io::reset_engine_for_testing(); }
     wz::testing::scratch_dir dir_{"wz_writer_test"};
     std::string path_;
 };
 
-TEST_F(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
+std::string engine_name(const ::testing::TestParamInfo<wz::io_engine>& p) { return wz::to_string(p.param); }
+
+// io_uring instances in this process, from the kernel's view of its descriptors.
+unsigned rings_open() {
+    unsigned n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        if (std::filesystem::read_symlink(e.path(), ec).string() == "anon_inode:[io_uring]") {
+            ++n;
+        }
+    }
+    return n;
+}
+
+TEST_P(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
     for (auto mode : {wz::durability_mode::flush, wz::durability_mode::dsync}) {
         for (const auto& [completion, qd] : {std::pair{wz::completion_mode::interrupt, 4U},
                                              std::pair{wz::completion_mode::interrupt, 16U},
@@ -142,7 +174,7 @@ TEST_F(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
     }
 }
 
-TEST_F(WriterTest, SubmitBeyondTheQueueDepthIsEbusy) {
+TEST_P(WriterTest, SubmitBeyondTheQueueDepthIsEbusy) {
     wz::writer_options o;
     o.mode = wz::durability_mode::flush;
     o.queue_depth = 4;
@@ -150,7 +182,8 @@ TEST_F(WriterTest, SubmitBeyondTheQueueDepthIsEbusy) {
     ASSERT_TRUE(w) << w.error().message;
     auto buf = make_buffer(block, 1);
     for (std::uint64_t i = 0; i < 4; ++i) {
-        ASSERT_TRUE(w->submit(buf.get(), block, i * block, i).ok());
+        const auto st = w->submit(buf.get(), block, i * block, i);
+        ASSERT_TRUE(st.ok()) << st.error().message;
     }
     auto e = w->submit(buf.get(), block, 4 * block, 4);
     ASSERT_FALSE(e.ok());
@@ -161,7 +194,7 @@ TEST_F(WriterTest, SubmitBeyondTheQueueDepthIsEbusy) {
     EXPECT_EQ(w->stats().writes, 4U);
 }
 
-TEST_F(WriterTest, MisalignedAndOutOfRangeWritesAreRefused) {
+TEST_P(WriterTest, MisalignedAndOutOfRangeWritesAreRefused) {
     auto w = wz::writer::open(path_, block, 16 * block);
     ASSERT_TRUE(w) << w.error().message;
     auto buf = make_buffer(2 * block, 1);
@@ -195,7 +228,7 @@ TEST_F(WriterTest, MisalignedAndOutOfRangeWritesAreRefused) {
     EXPECT_EQ(w->stats().writes, 0U);
 }
 
-TEST_F(WriterTest, PwritevWritesEverySegment) {
+TEST_P(WriterTest, PwritevWritesEverySegment) {
     auto w = wz::writer::open(path_, 0, file_bytes);
     ASSERT_TRUE(w) << w.error().message;
     auto a = make_buffer(block, 'a'), b = make_buffer(2 * block, 'b'), c = make_buffer(block, 'c');
@@ -218,7 +251,7 @@ TEST_F(WriterTest, PwritevWritesEverySegment) {
     EXPECT_EQ(r2.error().code.value(), EINVAL);
 }
 
-TEST_F(WriterTest, OpenFromADescriptor) {
+TEST_P(WriterTest, OpenFromADescriptor) {
     wz::unique_fd ro(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     auto bad = wz::writer::open(ro.get(), path_, 0, file_bytes);
     ASSERT_FALSE(bad);
@@ -231,7 +264,8 @@ TEST_F(WriterTest, OpenFromADescriptor) {
     wo.reset();  // the caller's descriptor may go: the writer has its own
     auto buf = make_buffer(block, 'z');
     ASSERT_TRUE(w->pwrite(buf.get(), block, 0));
-    ASSERT_TRUE(w->submit(buf.get(), block, block, 7).ok());
+    const auto submitted = w->submit(buf.get(), block, block, 7);
+    ASSERT_TRUE(submitted.ok()) << submitted.error().message;
     std::vector<wz::writer_completion> done;
     auto r = w->complete(done, 1);
     ASSERT_TRUE(r);
@@ -243,7 +277,7 @@ TEST_F(WriterTest, OpenFromADescriptor) {
     EXPECT_EQ(data[2 * block - 1], 'z');
 }
 
-TEST_F(WriterTest, OpenErrorsNameThePath) {
+TEST_P(WriterTest, OpenErrorsNameThePath) {
     const std::string missing = (dir_.path() / "missing").string();
     auto w = wz::writer::open(missing, 0, block);
     ASSERT_FALSE(w);
@@ -270,7 +304,7 @@ TEST_F(WriterTest, OpenErrorsNameThePath) {
     }
 }
 
-TEST_F(WriterTest, ThroughIsRefusedOverUnwrittenExtents) {
+TEST_P(WriterTest, ThroughIsRefusedOverUnwrittenExtents) {
     const std::string p = (dir_.path() / "unwritten").string();
     wz::unique_fd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     ASSERT_TRUE(fd);
@@ -284,6 +318,193 @@ TEST_F(WriterTest, ThroughIsRefusedOverUnwrittenExtents) {
     ASSERT_FALSE(w);
     EXPECT_EQ(w.error().code.value(), EINVAL);
     EXPECT_NE(w.error().message.find("written extents"), std::string::npos) << w.error().message;
+}
+
+TEST_P(WriterTest, TheEngineIsSaidAndPsyncSetsUpNoRing) {
+    const unsigned rings_before = rings_open();
+    wz::writer_options o;
+    o.mode = wz::durability_mode::flush;
+    o.queue_depth = 8;
+    auto w = wz::writer::open(path_, 0, file_bytes, o);
+    ASSERT_TRUE(w) << w.error().message;
+    EXPECT_EQ(w->stats().engine, wz::to_string(GetParam())) << "before the first submit";
+    auto buf = make_buffer(block, 'e');
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        ASSERT_TRUE(w->submit(buf.get(), block, i * block, i).ok());
+    }
+    ASSERT_TRUE(w->pwrite(buf.get(), block, 8 * block));
+    // While the engine is up: a ring on io_uring (so that this check can see one), none on psync.
+    if (GetParam() == wz::io_engine::psync) {
+        EXPECT_EQ(rings_open(), rings_before);
+    } else {
+        EXPECT_GT(rings_open(), rings_before);
+    }
+    std::vector<wz::writer_completion> done;
+    auto r = w->complete(done, 8);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(*r, 8U);
+    const auto s = w->stats();
+    EXPECT_EQ(s.engine, wz::to_string(GetParam()));
+    EXPECT_EQ(s.writes, 9U);
+    EXPECT_GE(s.flushes, 1U);
+    ASSERT_TRUE(w->close().ok());
+    EXPECT_EQ(rings_open(), rings_before);
+    auto data = read_back(0, 9 * block);
+    for (std::size_t i = 0; i < 9; ++i) {
+        ASSERT_EQ(data[i * block], 'e') << "block " << i;
+    }
+}
+
+// No worker thread (psync's "wz-psync") outlives the writer's asynchronous engine: gone once
+// it is closed, refreshed or destroyed. (io_uring's own io-wq workers are the kernel's, and
+// leave in their own time.)
+TEST_P(WriterTest, NoThreadOutlivesTheAsynchronousEngine) {
+    auto tasks = [] {
+        std::size_t n = 0;
+        for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+            std::ifstream comm(e.path() / "comm");
+            std::string name;
+            if (std::getline(comm, name) && name == "wz-psync") {
+                ++n;
+            }
+        }
+        return n;
+    };
+    const std::size_t before = tasks();
+    auto buf = make_buffer(block, 't');
+    for (int how = 0; how < 3; ++how) {
+        SCOPED_TRACE(how == 0 ? "close" : how == 1 ? "refresh" : "destructor");
+        {
+            wz::writer_options o;
+            o.mode = wz::durability_mode::flush;
+            o.queue_depth = 32;
+            auto w = wz::writer::open(path_, 0, file_bytes, o);
+            ASSERT_TRUE(w) << w.error().message;
+            for (std::uint64_t i = 0; i < 32; ++i) {
+                ASSERT_TRUE(w->submit(buf.get(), block, i * block, i).ok());
+            }
+            std::vector<wz::writer_completion> done;
+            ASSERT_TRUE(w->complete(done, 32));
+            // Threads of its own on psync (so that this check sees them), none on io_uring.
+            if (GetParam() == wz::io_engine::psync) {
+                EXPECT_GT(tasks(), before);
+                EXPECT_LE(tasks(), before + 32);  // the queue depth
+            } else {
+                EXPECT_EQ(tasks(), before);
+            }
+            if (how == 0) {
+                ASSERT_TRUE(w->close().ok());
+                EXPECT_EQ(tasks(), before);
+            } else if (how == 1) {
+                ASSERT_TRUE(w->refresh().ok());
+                EXPECT_EQ(tasks(), before);
+                EXPECT_EQ(w->stats().writes, 32U);
+            }
+        }
+        EXPECT_EQ(tasks(), before);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, WriterTest, ::testing::Values(wz::io_engine::io_uring, wz::io_engine::psync),
+                         engine_name);
+
+// Automatic choice: a ring refused when the writer sets up its engine (here EMFILE: no
+// descriptor left) moves the process to psync, and the writes go through.
+TEST(WriterEngine, ARingRefusedAtTheFirstSubmitFallsBackToPsync) {
+    wz::testing::scratch_dir dir{"wz_writer_engine"};
+    const std::string path = (dir.path() / "f").string();
+    {
+        wz::unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+        ASSERT_TRUE(fd);
+        std::vector<unsigned char> zero(1 << 20, 0);
+        ASSERT_EQ(::pwrite(fd.get(), zero.data(), zero.size(), 0), static_cast<ssize_t>(zero.size()));
+        wz::unique_fd d(::open(path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC));
+        if (!d) {
+            GTEST_SKIP() << wz::testing::test_base() << " takes no O_DIRECT (set WZ_TEST_DIR)";
+        }
+    }
+    wz::io::reset_engine_for_testing();
+    ASSERT_TRUE(wz::select_io_engine(wz::io_engine_request::automatic).ok());
+    if (wz::current_io_engine().engine != wz::io_engine::io_uring) {
+        GTEST_SKIP() << "io_uring is not usable here: " << wz::current_io_engine().reason;
+    }
+    wz::writer_options o;
+    o.mode = wz::durability_mode::dsync;
+    auto w = wz::writer::open(path, 0, 1 << 20, o);
+    ASSERT_TRUE(w) << w.error().message;
+    auto buf = make_buffer(block, 'f');
+    // The lowest free descriptor becomes the limit: the ring's setup gets EMFILE.
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    const int lowest_free = ::fcntl(0, F_DUPFD_CLOEXEC, 0);
+    ASSERT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    const wz::status submitted = w->submit(buf.get(), block, 0, 1);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    ASSERT_TRUE(submitted.ok()) << submitted.error().message;
+    std::vector<wz::writer_completion> done;
+    ASSERT_TRUE(w->complete(done, 1));
+    ASSERT_EQ(done.size(), 1U);
+    EXPECT_FALSE(done[0].error);
+    EXPECT_EQ(w->stats().engine, "psync");
+    const auto now = wz::current_io_engine();
+    EXPECT_EQ(now.engine, wz::io_engine::psync);
+    EXPECT_NE(now.reason.find("io_uring setup"), std::string::npos) << now.reason;
+    EXPECT_NE(now.reason.find(path), std::string::npos) << now.reason;
+    EXPECT_NE(now.reason.find("psync from then on"), std::string::npos) << now.reason;
+    ASSERT_TRUE(w->close().ok());
+    EXPECT_EQ(read_file_byte(path, 0), 'f');
+    wz::io::reset_engine_for_testing();
+}
+
+// io_uring asked for explicitly: a refused ring is the caller's error, never a quiet psync.
+TEST(WriterEngine, ARingRefusedWhenIoUringWasForcedIsAnError) {
+    wz::testing::scratch_dir dir{"wz_writer_engine"};
+    const std::string path = (dir.path() / "f").string();
+    {
+        wz::unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+        ASSERT_TRUE(fd);
+        std::vector<unsigned char> zero(1 << 20, 0);
+        ASSERT_EQ(::pwrite(fd.get(), zero.data(), zero.size(), 0), static_cast<ssize_t>(zero.size()));
+        wz::unique_fd d(::open(path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC));
+        if (!d) {
+            GTEST_SKIP() << wz::testing::test_base() << " takes no O_DIRECT (set WZ_TEST_DIR)";
+        }
+    }
+    wz::io::reset_engine_for_testing();
+    ASSERT_TRUE(wz::select_io_engine(wz::io_engine_request::io_uring).ok());
+    wz::writer_options o;
+    o.mode = wz::durability_mode::dsync;
+    auto w = wz::writer::open(path, 0, 1 << 20, o);
+    ASSERT_TRUE(w) << w.error().message;
+    auto buf = make_buffer(block, 'g');
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    const int lowest_free = ::fcntl(0, F_DUPFD_CLOEXEC, 0);
+    ASSERT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    const wz::status submitted = w->submit(buf.get(), block, 0, 1);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    ASSERT_FALSE(submitted.ok());
+    EXPECT_EQ(submitted.code().value(), EMFILE);
+    EXPECT_NE(submitted.error().message.find("io_uring setup"), std::string::npos) << submitted.error().message;
+    EXPECT_EQ(w->in_flight(), 0U);
+    EXPECT_EQ(wz::current_io_engine().engine, wz::io_engine::io_uring);
+    // With descriptors again, the next submit sets the ring up.
+    ASSERT_TRUE(w->submit(buf.get(), block, 0, 2).ok());
+    std::vector<wz::writer_completion> done;
+    ASSERT_TRUE(w->complete(done, 1));
+    ASSERT_EQ(done.size(), 1U);
+    EXPECT_FALSE(done[0].error);
+    EXPECT_EQ(w->stats().engine, "io_uring");
+    ASSERT_TRUE(w->close().ok());
+    wz::io::reset_engine_for_testing();
 }
 
 }  // namespace

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+#include "writer/psync_pool.hpp"
+
+#include "util/errors.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <system_error>
+
+namespace wz::writer_detail {
+
+psync_pool::psync_pool(unsigned threads, write_fn write, flush_fn flush, std::string what)
+    : max_threads_(std::clamp(threads, 1U, psync_max_threads)),
+      write_(std::move(write)),
+      flush_(std::move(flush)),
+      what_(std::move(what)) {}
+
+psync_pool::~psync_pool() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        // Not started: never written, never acknowledged (close() waits for them first).
+        in_flight_ -= queue_.size();
+        queue_.clear();
+    }
+    work_cv_.notify_all();
+    for (auto& t : workers_) {
+        t.join();  // a running write (or flush) finishes: its buffer is in use until then
+    }
+}
+
+status psync_pool::submit(const job& j) {
+    std::unique_lock lock(mutex_);
+    std::uint32_t slot = 0;
+    if (free_slots_.empty()) {
+        slot = static_cast<std::uint32_t>(slots_.size());
+        slots_.push_back(j);
+    } else {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+        slots_[slot] = j;
+    }
+    queue_.push_back(slot);
+    ++in_flight_;
+    if (queue_.size() > idle_ && workers_.size() < max_threads_) {
+        // Workers take no signal: the application's handlers run on its own threads, and a
+        // pwrite or fdatasync is never cut short by one (EINTR) in here. A thread inherits the
+        // mask of the thread that creates it.
+        sigset_t all, old;
+        ::sigfillset(&all);
+        ::pthread_sigmask(SIG_SETMASK, &all, &old);
+        int err = 0;
+        try {
+            workers_.emplace_back([this] { work(); });
+        } catch (const std::system_error& e) {
+            err = e.code().value();
+        }
+        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        if (err != 0 && workers_.empty()) {
+            queue_.pop_back();
+            free_slots_.push_back(slot);
+            --in_flight_;
+            return make_error_range("psync: create a worker thread for write", what_, j.offset, j.len, err);
+        }
+        // With at least one worker the job runs, later.
+    }
+    lock.unlock();
+    work_cv_.notify_one();
+    return {};
+}
+
+void psync_pool::finish(std::uint32_t slot, const status& st) {
+    const job& j = slots_[slot];
+    finished f;
+    f.user_data = j.user_data;
+    f.len = j.len;
+    f.error = error_of(st);
+    f.latency_us = std::chrono::duration<double, std::micro>(clock::now() - j.t0).count();
+    ready_.push_back(std::move(f));
+    free_slots_.push_back(slot);
+}
+
+void psync_pool::work() {
+    ::pthread_setname_np(::pthread_self(), "wz-psync");
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        ++idle_;
+        work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        --idle_;
+        if (stopping_) {
+            return;
+        }
+        const std::uint32_t slot = queue_.front();
+        queue_.pop_front();
+        const job j = slots_[slot];
+        ++running_;
+        lock.unlock();
+        const status st = write_(j);
+        lock.lock();
+        --running_;
+        auto now = clock::now();
+        if (!st.ok() || !flush_) {
+            finish(slot, st);
+            done_cv_.notify_all();
+        } else {
+            group_.write_completed(slot, now - j.t0, now);
+        }
+        if (!flush_) {
+            continue;
+        }
+        // This worker runs the flushes that are due now (a failed write may make one due: it
+        // was the other write on the device); writes completed while one runs wait for the
+        // next, which it starts when that one is back and nothing else is running.
+        while (group_.flush_due(now, in_flight_ - ready_.size())) {
+            group_.start_flush();
+            lock.unlock();
+            const status flushed = flush_();
+            lock.lock();
+            for (const std::uint32_t id : group_.flush_completed()) {
+                if (flushed.ok()) {
+                    finish(id, flushed);
+                } else {
+                    // Its error goes to every write it covered, each naming its own range.
+                    error_info err = flushed.error();
+                    err.message += fmt::format(" (write [offset {}, length {}] not durable)", slots_[id].offset,
+                                               slots_[id].len);
+                    finish(id, err);
+                }
+            }
+            done_cv_.notify_all();
+            now = clock::now();
+        }
+    }
+}
+
+std::size_t psync_pool::complete(std::vector<finished>& out, std::size_t min_complete) {
+    std::unique_lock lock(mutex_);
+    min_complete = std::min(min_complete, in_flight_);
+    while (ready_.size() < min_complete) {
+        ++blocking_waits_;
+        done_cv_.wait(lock);
+    }
+    const std::size_t n = ready_.size();
+    for (auto& f : ready_) {
+        out.push_back(std::move(f));
+    }
+    ready_.clear();
+    in_flight_ -= n;
+    return n;
+}
+
+std::size_t psync_pool::in_flight() const {
+    std::lock_guard lock(mutex_);
+    return in_flight_;
+}
+
+std::uint64_t psync_pool::blocking_waits() const {
+    std::lock_guard lock(mutex_);
+    return blocking_waits_;
+}
+
+std::size_t psync_pool::threads() const {
+    std::lock_guard lock(mutex_);
+    return workers_.size();
+}
+
+}  // namespace wz::writer_detail
