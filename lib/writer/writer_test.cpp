@@ -408,6 +408,21 @@ TEST_P(WriterTest, NoThreadOutlivesTheAsynchronousEngine) {
 INSTANTIATE_TEST_SUITE_P(Engines, WriterTest, ::testing::Values(wz::io_engine::io_uring, wz::io_engine::psync),
                          engine_name);
 
+// The writer's first submit() with the lowest free descriptor as RLIMIT_NOFILE: the ring's
+// setup gets EMFILE. The limit is back before this returns.
+void submit_with_no_descriptor_left(wz::writer& w, const void* buf, wz::status& submitted) {
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    const int lowest_free = ::fcntl(0, F_DUPFD_CLOEXEC, 0);
+    ASSERT_GE(lowest_free, 0);
+    ::close(lowest_free);
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    submitted = w.submit(buf, block, 0, 1);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
 // Automatic choice: a ring refused when the writer sets up its engine (here EMFILE: no
 // descriptor left) moves the process to psync, and the writes go through.
 TEST(WriterEngine, ARingRefusedAtTheFirstSubmitFallsBackToPsync) {
@@ -433,17 +448,8 @@ TEST(WriterEngine, ARingRefusedAtTheFirstSubmitFallsBackToPsync) {
     auto w = wz::writer::open(path, 0, 1 << 20, o);
     ASSERT_TRUE(w) << w.error().message;
     auto buf = make_buffer(block, 'f');
-    // The lowest free descriptor becomes the limit: the ring's setup gets EMFILE.
-    rlimit saved{};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-    const int lowest_free = ::fcntl(0, F_DUPFD_CLOEXEC, 0);
-    ASSERT_GE(lowest_free, 0);
-    ::close(lowest_free);
-    rlimit tight = saved;
-    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
-    const wz::status submitted = w->submit(buf.get(), block, 0, 1);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    wz::status submitted;
+    submit_with_no_descriptor_left(*w, buf.get(), submitted);
     ASSERT_TRUE(submitted.ok()) << submitted.error().message;
     std::vector<wz::writer_completion> done;
     ASSERT_TRUE(w->complete(done, 1));
@@ -481,16 +487,8 @@ TEST(WriterEngine, ARingRefusedWhenIoUringWasForcedIsAnError) {
     auto w = wz::writer::open(path, 0, 1 << 20, o);
     ASSERT_TRUE(w) << w.error().message;
     auto buf = make_buffer(block, 'g');
-    rlimit saved{};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-    const int lowest_free = ::fcntl(0, F_DUPFD_CLOEXEC, 0);
-    ASSERT_GE(lowest_free, 0);
-    ::close(lowest_free);
-    rlimit tight = saved;
-    tight.rlim_cur = static_cast<rlim_t>(lowest_free);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
-    const wz::status submitted = w->submit(buf.get(), block, 0, 1);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    wz::status submitted;
+    submit_with_no_descriptor_left(*w, buf.get(), submitted);
     ASSERT_FALSE(submitted.ok());
     EXPECT_EQ(submitted.code().value(), EMFILE);
     EXPECT_NE(submitted.error().message.find("io_uring setup"), std::string::npos) << submitted.error().message;
