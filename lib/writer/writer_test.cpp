@@ -52,14 +52,12 @@ unsigned char read_file_byte(const std::string& path, off_t off) {
     return c;
 }
 
-class WriterTest : public ::testing::TestWithParam<wz::io_engine> {
+// A file of written extents (data, fsynced), so every mode is possible, where O_DIRECT works;
+// the process's engine choice forgotten before and after.
+class WrittenFileTest : public ::testing::Test {
 protected:
     void SetUp() override {
         wz::io::reset_engine_for_testing();
-        const auto req =
-            GetParam() == wz::io_engine::psync ? wz::io_engine_request::psync : wz::io_engine_request::io_uring;
-        ASSERT_TRUE(wz::select_io_engine(req).ok());
-        // Written extents (data), so every mode is possible; O_DIRECT must work here.
         path_ = (dir_.path() / "f").string();
         wz::unique_fd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
         ASSERT_TRUE(fd) << std::strerror(errno);
@@ -71,16 +69,33 @@ protected:
             GTEST_SKIP() << wz::testing::test_base() << " takes no O_DIRECT (set WZ_TEST_DIR)";
         }
     }
+    void TearDown() override { wz::io::reset_engine_for_testing(); }
+    wz::testing::scratch_dir dir_{"wz_writer_test"};
+    std::string path_;
+};
+
+// The same on each engine, selected before the test runs.
+class WriterTest : public WrittenFileTest, public ::testing::WithParamInterface<wz::io_engine> {
+protected:
+    void SetUp() override {
+        WrittenFileTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+        const auto req =
+            GetParam() == wz::io_engine::psync ? wz::io_engine_request::psync : wz::io_engine_request::io_uring;
+        ASSERT_TRUE(wz::select_io_engine(req).ok());
+    }
     std::vector<unsigned char> read_back(std::uint64_t off, std::size_t n) {
         std::vector<unsigned char> v(n);
         wz::unique_fd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
         EXPECT_EQ(::pread(fd.get(), v.data(), n, static_cast<off_t>(off)), static_cast<ssize_t>(n));
         return v;
     }
-    void TearDown() override { wz::io::reset_engine_for_testing(); }
-    wz::testing::scratch_dir dir_{"wz_writer_test"};
-    std::string path_;
 };
+
+// The engine choice itself: each test selects (or lets the probe choose) its own.
+using WriterEngine = WrittenFileTest;
 
 std::string engine_name(const ::testing::TestParamInfo<wz::io_engine>& p) { return wz::to_string(p.param); }
 
@@ -425,20 +440,8 @@ void submit_with_no_descriptor_left(wz::writer& w, const void* buf, wz::status& 
 
 // Automatic choice: a ring refused when the writer sets up its engine (here EMFILE: no
 // descriptor left) moves the process to psync, and the writes go through.
-TEST(WriterEngine, ARingRefusedAtTheFirstSubmitFallsBackToPsync) {
-    wz::testing::scratch_dir dir{"wz_writer_engine"};
-    const std::string path = (dir.path() / "f").string();
-    {
-        wz::unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-        ASSERT_TRUE(fd);
-        std::vector<unsigned char> zero(1 << 20, 0);
-        ASSERT_EQ(::pwrite(fd.get(), zero.data(), zero.size(), 0), static_cast<ssize_t>(zero.size()));
-        wz::unique_fd d(::open(path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC));
-        if (!d) {
-            GTEST_SKIP() << wz::testing::test_base() << " takes no O_DIRECT (set WZ_TEST_DIR)";
-        }
-    }
-    wz::io::reset_engine_for_testing();
+TEST_F(WriterEngine, ARingRefusedAtTheFirstSubmitFallsBackToPsync) {
+    const std::string& path = path_;
     ASSERT_TRUE(wz::select_io_engine(wz::io_engine_request::automatic).ok());
     if (wz::current_io_engine().engine != wz::io_engine::io_uring) {
         GTEST_SKIP() << "io_uring is not usable here: " << wz::current_io_engine().reason;
@@ -463,24 +466,11 @@ TEST(WriterEngine, ARingRefusedAtTheFirstSubmitFallsBackToPsync) {
     EXPECT_NE(now.reason.find("psync from then on"), std::string::npos) << now.reason;
     ASSERT_TRUE(w->close().ok());
     EXPECT_EQ(read_file_byte(path, 0), 'f');
-    wz::io::reset_engine_for_testing();
 }
 
 // io_uring asked for explicitly: a refused ring is the caller's error, never a quiet psync.
-TEST(WriterEngine, ARingRefusedWhenIoUringWasForcedIsAnError) {
-    wz::testing::scratch_dir dir{"wz_writer_engine"};
-    const std::string path = (dir.path() / "f").string();
-    {
-        wz::unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-        ASSERT_TRUE(fd);
-        std::vector<unsigned char> zero(1 << 20, 0);
-        ASSERT_EQ(::pwrite(fd.get(), zero.data(), zero.size(), 0), static_cast<ssize_t>(zero.size()));
-        wz::unique_fd d(::open(path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC));
-        if (!d) {
-            GTEST_SKIP() << wz::testing::test_base() << " takes no O_DIRECT (set WZ_TEST_DIR)";
-        }
-    }
-    wz::io::reset_engine_for_testing();
+TEST_F(WriterEngine, ARingRefusedWhenIoUringWasForcedIsAnError) {
+    const std::string& path = path_;
     ASSERT_TRUE(wz::select_io_engine(wz::io_engine_request::io_uring).ok());
     wz::writer_options o;
     o.mode = wz::durability_mode::dsync;
@@ -502,7 +492,6 @@ TEST(WriterEngine, ARingRefusedWhenIoUringWasForcedIsAnError) {
     EXPECT_FALSE(done[0].error);
     EXPECT_EQ(w->stats().engine, "io_uring");
     ASSERT_TRUE(w->close().ok());
-    wz::io::reset_engine_for_testing();
 }
 
 }  // namespace
