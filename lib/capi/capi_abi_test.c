@@ -127,6 +127,38 @@ static int nothing_to_read(int fd) {
     return poll(&p, 1, 0) == 0;
 }
 
+/* Descriptors no durable write and no zeroing may go through: FILE read-only and O_APPEND,
+ * the scratch directory, a pipe and a socket pair. */
+struct bad_fds {
+    int ro, ap, dir;
+    int pipefd[2];
+    int sv[2];
+};
+
+static void open_bad_fds(const char *file, struct bad_fds *b) {
+    b->ro = open(file, O_RDONLY | O_CLOEXEC);
+    b->ap = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
+    b->dir = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    b->pipefd[0] = b->pipefd[1] = -1;
+    b->sv[0] = b->sv[1] = -1;
+    check(pipe(b->pipefd) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, b->sv) == 0, "pipe and socketpair");
+}
+
+/* Nothing was written into the pipe or the socket. */
+static int bad_fds_untouched(const struct bad_fds *b) {
+    return nothing_to_read(b->pipefd[0]) && nothing_to_read(b->sv[1]);
+}
+
+static void close_bad_fds(struct bad_fds *b) {
+    close(b->ro);
+    close(b->ap);
+    close(b->dir);
+    close(b->pipefd[0]);
+    close(b->pipefd[1]);
+    close(b->sv[0]);
+    close(b->sv[1]);
+}
+
 /* RC is -ERRNUM and the thread's message is non-empty and contains NEEDLE. */
 static void expect_error(long long rc, int errnum, const char *needle, const char *what) {
     char msg[1024];
@@ -568,26 +600,16 @@ static void test_writer(void) {
 
     /* Descriptors that cannot take durable writes. */
     {
-        int ro = open(file, O_RDONLY | O_CLOEXEC);
-        int ap = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
-        int dir = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int pipefd[2] = {-1, -1};
-        int sv[2] = {-1, -1};
-        check(pipe(pipefd) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "pipe and socketpair");
-        expect_open_fd_fails(ro, file, EBADF, file, "wz_writer_open_fd on a read-only fd");
-        expect_open_fd_fails(ap, file, EINVAL, file, "wz_writer_open_fd on an O_APPEND fd");
-        expect_open_fd_fails(dir, NULL, EISDIR, scratch, "wz_writer_open_fd on a directory fd");
-        expect_open_fd_fails(pipefd[1], NULL, EINVAL, "a FIFO", "wz_writer_open_fd on a pipe");
-        expect_open_fd_fails(sv[0], NULL, EINVAL, "a socket", "wz_writer_open_fd on a socket");
+        struct bad_fds b;
+        open_bad_fds(file, &b);
+        expect_open_fd_fails(b.ro, file, EBADF, file, "wz_writer_open_fd on a read-only fd");
+        expect_open_fd_fails(b.ap, file, EINVAL, file, "wz_writer_open_fd on an O_APPEND fd");
+        expect_open_fd_fails(b.dir, NULL, EISDIR, scratch, "wz_writer_open_fd on a directory fd");
+        expect_open_fd_fails(b.pipefd[1], NULL, EINVAL, "a FIFO", "wz_writer_open_fd on a pipe");
+        expect_open_fd_fails(b.sv[0], NULL, EINVAL, "a socket", "wz_writer_open_fd on a socket");
         expect_open_fd_fails(-1, NULL, EBADF, "-1", "wz_writer_open_fd on fd -1");
-        check(nothing_to_read(pipefd[0]) && nothing_to_read(sv[1]), "wz_writer_open_fd: nothing into the pipe or socket");
-        close(ro);
-        close(ap);
-        close(dir);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        close(sv[0]);
-        close(sv[1]);
+        check(bad_fds_untouched(&b), "wz_writer_open_fd: nothing into the pipe or socket");
+        close_bad_fds(&b);
     }
 
     /* Calls on a NULL handle, and bad arguments on a good one. */
@@ -745,34 +767,24 @@ static void expect_bad_opts(range_fn fn, int fd, const char *file, uint64_t offs
  * give EINVAL ("a directory, not a regular file") from lib/db/lifecycle.cpp for now
  * (reported to its owner). */
 static void expect_bad_fds(range_fn fn, const char *file, const char *name, int errnum_dir) {
-    int ro = open(file, O_RDONLY | O_CLOEXEC);
-    int ap = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
-    int dir = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int pipefd[2] = {-1, -1};
-    int sv[2] = {-1, -1};
+    struct bad_fds b;
     char what[256];
-    check(pipe(pipefd) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "pipe and socketpair");
+    open_bad_fds(file, &b);
     snprintf(what, sizeof what, "%s on a read-only fd", name);
-    expect_range_fails(fn, ro, file, 0, 65536, NULL, EBADF, file, what);
+    expect_range_fails(fn, b.ro, file, 0, 65536, NULL, EBADF, file, what);
     snprintf(what, sizeof what, "%s on an O_APPEND fd", name);
-    expect_range_fails(fn, ap, file, 0, 65536, NULL, EINVAL, "O_APPEND", what);
+    expect_range_fails(fn, b.ap, file, 0, 65536, NULL, EINVAL, "O_APPEND", what);
     snprintf(what, sizeof what, "%s on a directory fd", name);
-    expect_range_fails(fn, dir, NULL, 0, 65536, NULL, errnum_dir, scratch, what);
+    expect_range_fails(fn, b.dir, NULL, 0, 65536, NULL, errnum_dir, scratch, what);
     snprintf(what, sizeof what, "%s on a pipe", name);
-    expect_range_fails(fn, pipefd[1], NULL, 0, 65536, NULL, EINVAL, "pipe", what);
+    expect_range_fails(fn, b.pipefd[1], NULL, 0, 65536, NULL, EINVAL, "pipe", what);
     snprintf(what, sizeof what, "%s on a socket", name);
-    expect_range_fails(fn, sv[0], NULL, 0, 65536, NULL, EINVAL, "socket", what);
+    expect_range_fails(fn, b.sv[0], NULL, 0, 65536, NULL, EINVAL, "socket", what);
     snprintf(what, sizeof what, "%s on fd -1", name);
     expect_range_fails(fn, -1, NULL, 0, 65536, NULL, EBADF, "descriptor -1", what);
     snprintf(what, sizeof what, "%s: nothing written into the pipe or the socket", name);
-    check(nothing_to_read(pipefd[0]) && nothing_to_read(sv[1]), what);
-    close(ro);
-    close(ap);
-    close(dir);
-    close(pipefd[0]);
-    close(pipefd[1]);
-    close(sv[0]);
-    close(sv[1]);
+    check(bad_fds_untouched(&b), what);
+    close_bad_fds(&b);
 }
 
 static unsigned progress_calls;
