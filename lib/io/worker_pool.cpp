@@ -2,9 +2,7 @@
 #include "io/worker_pool.hpp"
 
 #include "util/errors.hpp"
-
-#include <pthread.h>
-#include <signal.h>
+#include "util/signal_free_thread.hpp"
 
 #include <fmt/format.h>
 
@@ -13,24 +11,17 @@
 namespace wz::io::detail {
 
 status worker_pool::start(unsigned threads, std::string_view what) {
-    // A new thread inherits the creator's signal mask: block everything around the creation,
-    // so that no worker ever runs a signal handler, not even before its first instruction.
-    sigset_t all{};
-    sigset_t old{};
-    sigfillset(&all);
-    if (int rc = ::pthread_sigmask(SIG_BLOCK, &all, &old); rc != 0) {
-        return make_error_msg(rc, fmt::format("{}: pthread_sigmask: {}", what, errno_text(rc)));
-    }
     int create_errno = 0;
+    // Room first: a push_back that failed with the new thread running would terminate.
+    threads_.reserve(threads);
     for (unsigned i = 0; i < threads; ++i) {
         try {
-            threads_.emplace_back([this] { work(); });
+            threads_.push_back(signal_free_thread([this] { work(); }));
         } catch (const std::system_error& e) {
             create_errno = e.code().value();
             break;
         }
     }
-    (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);  // wz: ignored-error (restoring a mask we read)
     if (threads_.empty()) {
         return make_error_msg(create_errno != 0 ? create_errno : EAGAIN,
                               fmt::format("{}: psync engine: no worker thread could be started: {}", what,

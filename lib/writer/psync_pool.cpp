@@ -2,9 +2,9 @@
 #include "writer/psync_pool.hpp"
 
 #include "util/errors.hpp"
+#include "util/signal_free_thread.hpp"
 
 #include <pthread.h>
-#include <signal.h>
 
 #include <fmt/format.h>
 
@@ -17,7 +17,11 @@ psync_pool::psync_pool(unsigned threads, write_fn write, flush_fn flush, std::st
     : max_threads_(std::clamp(threads, 1U, psync_max_threads)),
       write_(std::move(write)),
       flush_(std::move(flush)),
-      what_(std::move(what)) {}
+      what_(std::move(what)) {
+    // Room for every worker up front: a push_back that failed with the new thread running
+    // would terminate.
+    workers_.reserve(max_threads_);
+}
 
 psync_pool::~psync_pool() {
     {
@@ -47,19 +51,13 @@ status psync_pool::submit(const job& j) {
     queue_.push_back(slot);
     ++in_flight_;
     if (queue_.size() > idle_ && workers_.size() < max_threads_) {
-        // Workers take no signal: the application's handlers run on its own threads, and a
-        // pwrite or fdatasync is never cut short by one (EINTR) in here. A thread inherits the
-        // mask of the thread that creates it.
-        sigset_t all, old;
-        ::sigfillset(&all);
-        ::pthread_sigmask(SIG_SETMASK, &all, &old);
+        // Workers take no signal (signal_free_thread says why).
         int err = 0;
         try {
-            workers_.emplace_back([this] { work(); });
+            workers_.push_back(signal_free_thread([this] { work(); }));
         } catch (const std::system_error& e) {
             err = e.code().value();
         }
-        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
         if (err != 0 && workers_.empty()) {
             queue_.pop_back();
             free_slots_.push_back(slot);
