@@ -23,7 +23,6 @@
 #include <new>
 #include <system_error>
 #include <iostream>
-#include <string_view>
 
 namespace wzcli {
 
@@ -156,21 +155,17 @@ int run(int argc, char** argv) {
         return wzcli::exit_failure;
     }
     if (!engine.empty()) {
-        const auto req = engine == "psync"      ? wz::io_engine_request::psync
-                         : engine == "io_uring" ? wz::io_engine_request::io_uring
-                                                : wz::io_engine_request::automatic;
+        // IsMember above let only the three names through.
+        const auto req = wz::io::parse_engine_request(engine).value_or(wz::io_engine_request::automatic);
         if (auto st = wz::io::select_engine(req, "--engine " + engine); !st.ok()) {
             wzcli::print_error(st.error().message);
             return wzcli::exit_failure;
         }
-    } else if (const char* env = std::getenv("WZERO_ENGINE"); env != nullptr && *env != '\0') {
-        const std::string_view v(env);
-        if (v != "io_uring" && v != "psync" && v != "auto") {
-            wzcli::print_error(fmt::format("invalid WZERO_ENGINE '{}': must be io_uring, psync or auto\n"
-                                           "Try 'wzero --help' for more information.",
-                                           v));
-            return wzcli::exit_failure;
-        }
+    } else if (const char* env = std::getenv("WZERO_ENGINE"); env != nullptr && !wz::io::parse_engine_request(env)) {
+        wzcli::print_error(fmt::format("invalid WZERO_ENGINE '{}': must be io_uring, psync or auto\n"
+                                       "Try 'wzero --help' for more information.",
+                                       env));
+        return wzcli::exit_failure;
     }
     const char* command = "";
     const std::string* path = nullptr;
