@@ -42,13 +42,24 @@ elif [ $((u_pass + u_fail + u_skip)) -ne "$u_total" ] || [ "$u_fail" -ne "$u_tot
 fi
 u_skip=$((u_skip + u_disabled))
 
+# check's closing line "N passed, N failed, N skipped, N retried" in LOG.
+check_summary() { # log
+	grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$1" | tail -n 1
+}
+# The counts of check's line per layer "LAYER: N passed, N failed, N skipped", with
+# ", N retried" after them when the third argument is "retried" (the VM layer).
+layer_counts() { # log layer [retried]
+	local tail=
+	[ "${3:-}" = retried ] && tail=', [0-9]* retried'
+	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped$tail\)\$/\1/p" "$1" | tail -n 1
+}
+
 echo "== fstests"
 fst_log=$(mktemp)
 "$repo/fstests/check" "$@" | tee "$fst_log"
-# check's closing line "N passed, N failed, N skipped, N retried" and its lines per layer.
-f_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$fst_log" | tail -n 1)
-h_line=$(sed -n 's/^host fstests: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fst_log" | tail -n 1)
-v_line=$(sed -n 's/^VM fstests: \([0-9]* passed, [0-9]* failed, [0-9]* skipped, [0-9]* retried\)$/\1/p' "$fst_log" | tail -n 1)
+f_line=$(check_summary "$fst_log")
+h_line=$(layer_counts "$fst_log" "host fstests")
+v_line=$(layer_counts "$fst_log" "VM fstests" retried)
 rm -f "$fst_log"
 if [ -z "$f_line" ]; then
 	echo "test-all: fstests/check printed no summary" >&2
@@ -61,8 +72,8 @@ f_retry=${f_retry:-0}
 echo "== fstests on the host with the psync engine (WZERO_ENGINE=psync)"
 fst_log=$(mktemp)
 "$repo/fstests/check" "$@" --no-vm --engine psync | tee "$fst_log"
-p_line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$fst_log" | tail -n 1)
-ph_line=$(sed -n 's/^host fstests (psync): \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fst_log" | tail -n 1)
+p_line=$(check_summary "$fst_log")
+ph_line=$(layer_counts "$fst_log" "host fstests (psync)")
 rm -f "$fst_log"
 if [ -z "$p_line" ]; then
 	echo "test-all: fstests/check --engine psync printed no summary" >&2
