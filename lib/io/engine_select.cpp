@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -37,6 +38,14 @@ struct engine_state {
     std::string requested_by = "select_io_engine()";
     std::optional<io_engine_info> chosen;
     bool automatic = false;  // the choice was made by probing, so it may fall back
+    // chosen->engine, readable without the mutex (current_engine_kind); -1: none yet.
+    std::atomic<int> kind{-1};
+
+    // Every change of the choice goes through here, so that `kind` follows it.
+    void choose(std::optional<io_engine_info> e) {
+        chosen = std::move(e);
+        kind.store(chosen ? static_cast<int>(chosen->engine) : -1, std::memory_order_release);
+    }
 };
 
 engine_state& state() {
@@ -131,7 +140,7 @@ bool fall_back_to_psync(int errnum, std::string_view what) {
     engine_state& s = state();
     std::lock_guard lock(s.mutex);
     if (!s.chosen) {
-        s.chosen = decide(s);
+        s.choose(decide(s));
     }
     if (s.chosen->engine == io_engine::psync) {
         return true;  // another thread moved first
@@ -139,9 +148,9 @@ bool fall_back_to_psync(int errnum, std::string_view what) {
     if (!s.automatic || !permanent_refusal(errnum)) {
         return false;
     }
-    s.chosen = io_engine_info{io_engine::psync,
-                              fmt::format("{}: {}{}; psync from then on", what, errno_text(errnum), setup_hint(errnum)),
-                              false};
+    s.choose(io_engine_info{io_engine::psync,
+                            fmt::format("{}: {}{}; psync from then on", what, errno_text(errnum), setup_hint(errnum)),
+                            false});
     return true;
 }
 
@@ -150,7 +159,7 @@ void reset_engine_for_testing() {
     std::lock_guard lock(s.mutex);
     s.requested.reset();
     s.requested_by = "select_io_engine()";
-    s.chosen.reset();
+    s.choose(std::nullopt);
     s.automatic = false;
 }
 
@@ -173,7 +182,7 @@ status io::select_engine(io_engine_request request, std::string_view source) {
     }
     s.requested = request;
     s.requested_by = source;
-    s.chosen = io::decide(s);
+    s.choose(io::decide(s));
     return {};
 }
 
@@ -181,9 +190,14 @@ io_engine_info current_io_engine() {
     io::engine_state& s = io::state();
     std::lock_guard lock(s.mutex);
     if (!s.chosen) {
-        s.chosen = io::decide(s);
+        s.choose(io::decide(s));
     }
     return *s.chosen;
+}
+
+io_engine io::current_engine_kind() {
+    const int k = io::state().kind.load(std::memory_order_acquire);
+    return k >= 0 ? static_cast<io_engine>(k) : current_io_engine().engine;
 }
 
 }  // namespace wz

@@ -28,6 +28,9 @@ namespace wz::io {
 // select_io_engine() naming where the request came from in the reason ("--engine psync").
 status select_engine(io_engine_request request, std::string_view source);
 
+// current_io_engine().engine without its lock and copy, for the paths taken on every write.
+[[nodiscard]] io_engine current_engine_kind();
+
 // For tests: forget the choice, as in a new process.
 void reset_engine_for_testing();
 

@@ -49,6 +49,7 @@ TEST_F(EngineSelect, AutomaticMatchesTheProbe) {
 TEST_F(EngineSelect, ChosenOnceThenOnlyTheSameEngine) {
     ASSERT_TRUE(select_io_engine(io_engine_request::psync).ok());
     EXPECT_EQ(current_io_engine().engine, io_engine::psync);
+    EXPECT_EQ(current_engine_kind(), io_engine::psync);
     EXPECT_EQ(current_io_engine().reason, "forced (select_io_engine())");
     EXPECT_TRUE(current_io_engine().forced);
     EXPECT_TRUE(select_io_engine(io_engine_request::psync).ok());
@@ -62,6 +63,7 @@ TEST_F(EngineSelect, ChosenOnceThenOnlyTheSameEngine) {
 
 TEST_F(EngineSelect, EnvironmentForcesWhenNothingWasSelected) {
     ::setenv("WZERO_ENGINE", "psync", 1);
+    EXPECT_EQ(current_engine_kind(), io_engine::psync);  // decides, as current_io_engine() would
     EXPECT_EQ(current_io_engine().engine, io_engine::psync);
     EXPECT_EQ(current_io_engine().reason, "forced (WZERO_ENGINE=psync)");
 }
@@ -85,9 +87,11 @@ TEST_F(EngineSelect, AutomaticFallsBackOnceForPermanentRefusals) {
         GTEST_SKIP() << "io_uring cannot be set up here: automatic is psync from the start";
     }
     ASSERT_EQ(current_io_engine().engine, io_engine::io_uring);
+    EXPECT_EQ(current_engine_kind(), io_engine::io_uring);
     EXPECT_FALSE(fall_back_to_psync(EINVAL, "io_uring setup (8 entries)"));  // a bug, not a refusal
     EXPECT_EQ(current_io_engine().engine, io_engine::io_uring);
     EXPECT_TRUE(fall_back_to_psync(EMFILE, "io_uring setup (8 entries)"));
+    EXPECT_EQ(current_engine_kind(), io_engine::psync);
     const io_engine_info e = current_io_engine();
     EXPECT_EQ(e.engine, io_engine::psync);
     EXPECT_EQ(e.reason, "io_uring setup (8 entries): Too many open files (no descriptor left for the ring); psync "

@@ -212,7 +212,7 @@ status writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std:
 // has no uring_cmd.
 status writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
     // psync: the ioctl, never a ring.
-    if (uring_cmd_missing || current_io_engine().engine == io_engine::psync) {
+    if (uring_cmd_missing || io::current_engine_kind() == io_engine::psync) {
         return write_nvme_fua_ioctl(buf, len, off);
     }
     int setup_errno = 0;
