@@ -415,8 +415,11 @@ void run_writer(state& st, unsigned iter) {
                     std::set<std::uint64_t> in_flight;
                     std::uint64_t next = 0;
                     bool broken = false;
-                    while (!broken && (next < blocks || w->in_flight() > 0)) {
-                        while (next < blocks) {
+                    // Like the synchronous loop (and a database), nothing new is submitted
+                    // after the first failure: the writes in flight are collected, the rest
+                    // of the blocks keep what was acknowledged before.
+                    while (!broken && ((next < blocks && !first) || w->in_flight() > 0)) {
+                        while (next < blocks && !first) {
                             const std::uint64_t off = r.offset + next * block_bytes;
                             auto s = w->submit(buf.p + next * block_bytes, block_bytes, off, off);
                             if (!s.ok()) {
