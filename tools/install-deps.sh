@@ -13,6 +13,8 @@ packages=(
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
 	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest
 	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
+	# VM rig device model (vm/run --flush-latency): nbdkit + a filter built against its header
+	nbdkit nbdkit-plugin-dev gcc
 )
 
 if [ "$(id -u)" != 0 ]; then
