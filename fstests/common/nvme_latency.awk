@@ -4,7 +4,7 @@
 # for the I/O commands on nvme0n1. One line per opcode seen:
 #   OPNAME n=N median_us=M p10_us=A p90_us=B
 # (the time from the driver's setup of the command to its completion; the trace clock is
-# "global", in seconds with microsecond resolution). Lost events are a failure (exit 1).
+# "mono" (nvme/040) or "global", in seconds with microsecond resolution). Lost events are a failure (exit 1).
 function field(s, name,   re) {
 	re = name "=[^,) ]*"
 	if (!match(s, re)) return ""
