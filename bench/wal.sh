@@ -18,7 +18,10 @@
 #   Linux 7.2); device bytes, Write Zeroes commands and flushes are counted from QEMU's
 #   pci_nvme_write and pci_nvme_flush_ns trace events, split by 512-byte marker writes
 #   outside the filesystem (TESTRIG.md: the exact device-side oracle).
-# Ratios are to pg in the same filesystem and run.
+# Segment 3 takes the same appends with no durability at all (O_DIRECT without O_DSYNC): the
+# ceiling; the last two columns are the dsync and writer appends as fractions of it.
+# Ratios are to pg in the same filesystem and run. VM_ARGS adds vm/run options, e.g.
+# VM_ARGS="--flush-latency 1ms --fua-latency 300us" for the flush-cost model.
 #   bench/wal.sh [host|vm|all] [SEGMENTS] [ROUNDS] [RECORD_BYTES]
 #   (root; defaults: all, 8 segments per method per round, 3 rounds, 8192-byte records)
 set -euo pipefail
@@ -38,11 +41,13 @@ case $where in
 host | vm | all) ;;
 *) echo "usage: bench/wal.sh [host|vm|all] [SEGMENTS] [ROUNDS] [RECORD_BYTES]" >&2; exit 1 ;;
 esac
-if [ "$k" -lt 2 ] || [ $((rec % 4096)) -ne 0 ]; then
-	echo "SEGMENTS >= 2 (one for each append kind); RECORD_BYTES a multiple of 4096" >&2
+if [ "$k" -lt 3 ] || [ $((rec % 4096)) -ne 0 ]; then
+	echo "SEGMENTS >= 3 (one for each append kind); RECORD_BYTES a multiple of 4096" >&2
 	exit 1
 fi
 methods=(wzero pg fallocate)
+# The segment each append kind fills: dsync 1, wzero 2, plain (the ceiling) 3.
+seg_of() { case $1 in dsync) echo 1 ;; wzero) echo 2 ;; plain) echo 3 ;; esac; }
 
 # Results, one line each (FS is ext4 or xfs, prefixed vm- in the VM):
 #   FS create METHOD NANOSECONDS
@@ -77,9 +82,9 @@ run_host() {
 				done
 				read -r _ _ _ _ _ _ w1 _ _ _ _ _ _ _ _ f1 _ <"$stat"
 				echo "$fs bytes $m $k $(((w1 - w0) * 512)) - $((f1 - f0))" >>"$results"
-				for kind in dsync wzero; do
+				for kind in dsync wzero plain; do
 					read -r _ _ _ _ _ _ w0 _ _ _ _ _ _ _ _ f0 _ <"$stat"
-					"$bench" append "$kind" "$work/mnt/seg$([ "$kind" = dsync ] && echo 1 || echo 2)" "$rec" "$records" |
+					"$bench" append "$kind" "$work/mnt/seg$(seg_of "$kind")" "$rec" "$records" |
 						sed "s/^append /$fs append $m /" >>"$results"
 					read -r _ _ _ _ _ _ w1 _ _ _ _ _ _ _ _ f1 _ <"$stat"
 					echo "$fs appbytes $m $kind $records $(((w1 - w0) * 512)) - $((f1 - f0))" >>"$results"
@@ -127,6 +132,8 @@ for fs in ext4 xfs; do
 			wzero_wal_bench append dsync /mnt/wal/seg1 $REC $RECORDS | sed "s/^append /vm-$fs append $m /"
 			mark append vm-$fs $m wzero
 			wzero_wal_bench append wzero /mnt/wal/seg2 $REC $RECORDS | sed "s/^append /vm-$fs append $m /"
+			mark append vm-$fs $m plain
+			wzero_wal_bench append plain /mnt/wal/seg3 $REC $RECORDS | sed "s/^append /vm-$fs append $m /"
 			mark idle
 			rm -f /mnt/wal/seg*
 			sync
@@ -136,7 +143,8 @@ for fs in ext4 xfs; do
 done
 echo wal-done
 '
-	"$repo/fstests/vm/run" --kernel new --setup A --disk-size 1G --build "$vmwork/build" --timeout 1500 \
+	# shellcheck disable=SC2086 # VM_ARGS is a word list
+	"$repo/fstests/vm/run" --kernel new --setup A --disk-size 1G ${VM_ARGS:-} --build "$vmwork/build" --timeout 1500 \
 		--trace pci_nvme_write --trace pci_nvme_flush_ns --trace-log "$vmwork/trace" \
 		-- env K="$k" ROUNDS="$rounds" REC="$rec" RECORDS="$records" SEG="$seg_bytes" MARK_LBA="$mark_lba" \
 		bash -c "$guest" >"$vmwork/out" 2>&1 || { cat "$vmwork/out" >&2; exit 1; }
@@ -184,8 +192,8 @@ for fs in ext4 xfs vm-ext4 vm-xfs; do
 	vm-*) echo; echo "${fs#vm-} on QEMU NVMe (TCG guest, Linux 7.2); device bytes from QEMU's trace" ;;
 	*) echo; echo "$fs on a direct-I/O loop device (host); device bytes from /sys/block stat" ;;
 	esac
-	printf '%-10s %9s %9s %7s %11s %7s %6s %9s %7s %9s %-8s %7s\n' method "mean ms" "p50 ms" "x pg" \
-		"dev KiB/seg" "WZ/seg" "fl/seg" "dsync/s" "x pg" "writer/s" mode "x pg"
+	printf '%-10s %9s %9s %7s %11s %7s %6s %9s %7s %9s %-8s %7s %9s %6s %6s\n' method "mean ms" "p50 ms" "x pg" \
+		"dev KiB/seg" "WZ/seg" "fl/seg" "dsync/s" "x pg" "writer/s" mode "x pg" "ceil/s" "dsync" "writer"
 	pg_t=$(sel "$fs" create pg "" 4 | mean)
 	pg_d=$(sel "$fs" append pg dsync 5 | median)
 	for m in "${methods[@]}"; do
@@ -198,16 +206,18 @@ for fs in ext4 xfs vm-ext4 vm-xfs; do
 		d=$(sel "$fs" append "$m" dsync 5 | median)
 		wr=$(sel "$fs" append "$m" wzero 5 | median)
 		mode=$(sel "$fs" append "$m" wzero 7 | sort -u | paste -sd, -)
+		ceil=$(sel "$fs" append "$m" plain 5 | median)
 		case $fs in vm-*) wzs=$(echo "$wzc / $n" | bc -l) ;; *) wzs=- ;; esac
-		printf '%-10s %9.1f %9.1f %6.2fx %11.0f %7s %6.1f %9.0f %6.2fx %9.0f %-8s %6.2fx\n' "$m" \
+		printf '%-10s %9.1f %9.1f %6.2fx %11.0f %7s %6.1f %9.0f %6.2fx %9.0f %-8s %6.2fx %9.0f %6.2f %6.2f\n' "$m" \
 			"$(echo "$t / 1000000" | bc -l)" "$(echo "$p50 / 1000000" | bc -l)" "$(echo "$pg_t / $t" | bc -l)" \
 			"$(echo "$b / $n / 1024" | bc -l)" "$([ "$wzs" = - ] && echo - || printf '%.1f' "$wzs")" \
-			"$(echo "$fl / $n" | bc -l)" "$d" "$(echo "$d / $pg_d" | bc -l)" "$wr" "$mode" "$(echo "$wr / $pg_d" | bc -l)"
+			"$(echo "$fl / $n" | bc -l)" "$d" "$(echo "$d / $pg_d" | bc -l)" "$wr" "$mode" "$(echo "$wr / $pg_d" | bc -l)" \
+			"$ceil" "$(echo "$d / $ceil" | bc -l)" "$(echo "$wr / $ceil" | bc -l)"
 	done
 	if grep -q "^$fs appbytes" "$results"; then
 		echo "device traffic per append (all rounds): data KiB and flushes per record"
 		for m in "${methods[@]}"; do
-			for kind in dsync wzero; do
+			for kind in dsync wzero plain; do
 				r=$(sel "$fs" appbytes "$m" "$kind" 5 | sum)
 				b=$(sel "$fs" appbytes "$m" "$kind" 6 | sum)
 				fl=$(sel "$fs" appbytes "$m" "$kind" 8 | sum)

@@ -5,7 +5,7 @@
  *
  *   wzero_wal_bench create wzero|pg|fallocate DIR NAME SIZE
  *       prints "create METHOD NANOSECONDS"
- *   wzero_wal_bench append dsync|wzero FILE RECORD_BYTES RECORDS
+ *   wzero_wal_bench append dsync|wzero|plain FILE RECORD_BYTES RECORDS
  *       sequential RECORD_BYTES writes from offset 0, each durable on return;
  *       prints "append KIND IOPS P50_US MODE"
  *   wzero_wal_bench mark DEVICE LBA
@@ -25,7 +25,9 @@
  * Append kinds:
  *   dsync      pwrite() on O_WRONLY|O_DSYNC|O_DIRECT: PostgreSQL's wal_sync_method=open_datasync
  *              with direct I/O, and the way most engines write a WAL.
- *   wzero      the C durable writer (wz_writer_open_fd, wz_writer_pwrite) in auto mode. */
+ *   wzero      the C durable writer (wz_writer_open_fd, wz_writer_pwrite) in auto mode.
+ *   plain      pwrite() on O_WRONLY|O_DIRECT: the same writes with no durability at all, the
+ *              ceiling a durable append can approach (mode "none"). */
 #define _GNU_SOURCE /* O_DIRECT, fallocate */
 
 #include <wzero/wzero.h>
@@ -152,15 +154,16 @@ static int cmp_u64(const void *a, const void *b) {
 
 static int append(const char *kind, const char *path, size_t record_bytes, unsigned records) {
     int use_writer = strcmp(kind, "wzero") == 0;
+    int plain = strcmp(kind, "plain") == 0;
     struct wz_writer *w = NULL;
-    const char *mode = "dsync";
+    const char *mode = plain ? "none" : "dsync";
     uint64_t *lat_ns = calloc(records, sizeof *lat_ns);
     void *buf = NULL;
     uint64_t start;
     uint64_t total;
     unsigned i;
     int rc = 1;
-    int fd = open(path, use_writer ? O_RDWR : O_WRONLY | O_DSYNC | O_DIRECT);
+    int fd = open(path, use_writer ? O_RDWR : plain ? O_WRONLY | O_DIRECT : O_WRONLY | O_DSYNC | O_DIRECT);
     if (fd < 0 || lat_ns == NULL || posix_memalign(&buf, 4096, record_bytes) != 0) {
         fail("open", path);
         goto out;
@@ -233,7 +236,7 @@ static int mark(const char *device, uint64_t lba) {
 
 static int usage(void) {
     fprintf(stderr, "usage: wzero_wal_bench create wzero|pg|fallocate DIR NAME SIZE\n"
-                    "       wzero_wal_bench append dsync|wzero FILE RECORD_BYTES RECORDS\n"
+                    "       wzero_wal_bench append dsync|wzero|plain FILE RECORD_BYTES RECORDS\n"
                     "       wzero_wal_bench mark DEVICE LBA\n");
     return 1;
 }
@@ -264,7 +267,8 @@ int main(int argc, char **argv) {
     if (argc == 6 && strcmp(argv[1], "append") == 0) {
         size_t record_bytes = strtoul(argv[4], NULL, 0);
         unsigned records = (unsigned)strtoul(argv[5], NULL, 0);
-        if ((strcmp(argv[2], "dsync") != 0 && strcmp(argv[2], "wzero") != 0) || record_bytes == 0 ||
+        if ((strcmp(argv[2], "dsync") != 0 && strcmp(argv[2], "wzero") != 0 && strcmp(argv[2], "plain") != 0) ||
+            record_bytes == 0 ||
             record_bytes % 4096 != 0 || records == 0) {
             return usage();
         }
