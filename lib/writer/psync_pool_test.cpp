@@ -140,7 +140,15 @@ TEST(PsyncPool, AJobThatGoesAloneIsHandedBackWithoutAFlush) {
     lone.alone = true;
     ASSERT_TRUE(pool.submit(lone).ok());
     std::vector<psync_pool::finished> out;
-    ASSERT_EQ(pool.complete(out, 1), 1U);
+    // Looked for without blocking (bounded): a job held for a flush would wait at the gate.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pool.complete(out, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (out.size() != 1U) {
+        flush_gate.release();
+        FAIL() << "a write that went alone was not handed back without a flush (flushes " << flushes.load() << ")";
+    }
     EXPECT_EQ(out[0].user_data, 0U);
     EXPECT_TRUE(out[0].alone);
     EXPECT_FALSE(out[0].error);
