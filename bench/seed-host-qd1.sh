@@ -14,10 +14,13 @@
 # the device, next to the writer's own flushes per write. The modes of one fs and QD run back
 # to back, their order rotated each round; IOPS and CPU per write are medians over ROUNDS, and
 # "x dsync" and "of ceiling" are medians of each round's own ratio (this box is shared: ratios
-# of runs seconds apart are steadier than absolute numbers).
+# of runs seconds apart are steadier than absolute numbers); p50 latency (submit or call to
+# durable) and CPU per write (user + system, getrusage) are the steadiest columns of all.
 # Headline (the last line): auto against dsync sync and the ceiling at QD 1 on ext4.
 #   bench/seed-host-qd1.sh [OPS] [ROUNDS]     (root; default 3000 writes, 3 rounds)
-#   env FSES (default "ext4 xfs"), QDS (default "1 8 32")
+#   env FSES (default "ext4 xfs"), QDS (default "1 8 32"); WZERO_BEFORE=PATH adds a row
+#   "flush-before": --mode flush of another build of wzero (e.g. one from before the lone
+#   writes went as RWF_DSYNC), in the same rotation
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ops=${1:-3000}
@@ -31,6 +34,9 @@ bench_loop 2G --direct-io=on
 stat_file=/sys/block/$(basename "$loop")/stat
 [ -r "$stat_file" ] || { echo "no $stat_file" >&2; exit 1; }
 modes=(dsync-sync dsync-async flush-async auto-async ceiling)
+if [ -n "${WZERO_BEFORE:-}" ]; then
+	modes+=(flush-before)
+fi
 : >"$work/results"
 for fs in "${fses[@]}"; do
 	bench_mkfs_mount "$fs"
@@ -41,16 +47,18 @@ for fs in "${fses[@]}"; do
 		for qd in "${qds[@]}"; do
 			for i in "${!modes[@]}"; do
 				m=${modes[$(((i + r) % ${#modes[@]}))]}
+				bin=$wzero
 				case $m in
 				dsync-sync) args=(--mode dsync --threads "$qd") ;;
 				dsync-async) args=(--mode dsync --qd "$qd") ;;
 				flush-async) args=(--mode flush --qd "$qd") ;;
 				auto-async) args=(--qd "$qd") ;;
 				ceiling) args=(--mode through --unsafe-through --qd "$qd") ;;
+				flush-before) args=(--mode flush --qd "$qd") bin=$WZERO_BEFORE ;;
 				esac
 				sync -f "$f"
 				read -r -a s0 <"$stat_file"
-				j=$("$wzero" bench write --json --random --ops "$ops" "${args[@]}" "$f" | jq -c .)
+				j=$("$bin" bench write --json --random --ops "$ops" "${args[@]}" "$f" | jq -c .)
 				read -r -a s1 <"$stat_file"
 				# write sectors (6) and flush requests (15): an empty preflush counts as a write
 				# request (4) too, so data is counted in sectors.
@@ -64,8 +72,8 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 iops_of() { awk -v f="$1" -v q="$2" -v m="$3" -v r="$4" '$1 == f && $2 == q && $3 == m && $4 == r { $1 = $2 = $3 = $4 = $5 = $6 = ""; print }' "$work/results" | jq .iops; }
 echo "durable 4 KiB random overwrites of a written file over a direct-I/O loop device (write-back,"
 echo "no FUA), $ops writes per run, $rounds rounds; IOPS and CPU: medians; ratios: medians of each round's"
-printf '%-5s %-3s %-12s %-6s %9s %8s %8s %9s %9s %9s %9s\n' fs QD mode picked IOPS "x dsync" "of ceil" "CPU us/w" \
-	"w flush/w" "dev fl/w" "dev wr/w"
+printf '%-5s %-3s %-12s %-7s %7s %8s %8s %7s %9s %9s %9s %9s\n' fs QD mode picked IOPS "x dsync" "of ceil" \
+	"p50 us" "CPU us/w" "w flush/w" "dev fl/w" "dev wr/w"
 headline=
 for fs in "${fses[@]}"; do
 	for qd in "${qds[@]}"; do
@@ -74,6 +82,7 @@ for fs in "${fses[@]}"; do
 			field() { while read -r _ _ _ _ sectors flushes json; do jq -r --argjson s "$sectors" --argjson fl "$flushes" "$1" <<<"$json"; done <<<"$rows"; }
 			iops=$(field .iops | median)
 			cpu=$(field .cpu_us_per_io | median)
+			p50=$(field .latency_us.p50 | median)
 			picked=$(field .mode | sort | uniq | paste -sd/)
 			wfl=$(field '.flushes / .writes' | median)
 			# shellcheck disable=SC2016 # jq's own variables
@@ -85,8 +94,8 @@ for fs in "${fses[@]}"; do
 			done)
 			x_dsync=$(awk '{ print $1 / $2 }' <<<"$ratios" | median)
 			of_ceil=$(awk '{ print $1 / $3 }' <<<"$ratios" | median)
-			printf '%-5s %-3s %-12s %-6s %9.0f %7.2fx %8.2f %9.1f %9.2f %9.2f %9.2f\n' "$fs" "$qd" "$m" "$picked" "$iops" \
-				"$x_dsync" "$of_ceil" "$cpu" "$wfl" "$dfl" "$dwr"
+			printf '%-5s %-3s %-12s %-7s %7.0f %7.2fx %8.2f %7.0f %9.1f %9.2f %9.2f %9.2f\n' "$fs" "$qd" "$m" "$picked" \
+				"$iops" "$x_dsync" "$of_ceil" "$p50" "$cpu" "$wfl" "$dfl" "$dwr"
 			if [ "$fs" = "${fses[0]}" ] && [ "$qd" = "${qds[0]}" ] && [ "$m" = auto-async ]; then
 				headline=$(printf 'seed: host-qd1: writer %.2fx of dsync, %.2f of ceiling' "$x_dsync" "$of_ceil")
 			fi
