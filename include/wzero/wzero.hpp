@@ -479,6 +479,9 @@ struct writer_stats {
     std::uint64_t writes = 0, bytes = 0;
     std::uint64_t fua_writes = 0;  // writes sent with FUA (or RWF_DSYNC in fua mode)
     std::uint64_t flushes = 0;     // flushes this writer issued (fdatasync or NVMe Flush)
+    // Flush mode on a file: writes with no other in flight, sent as RWF_DSYNC (the filesystem's
+    // write and flush, as O_DSYNC) rather than followed by a flush of the writer's own.
+    std::uint64_t dsync_writes = 0;
     double p50_us = 0, p99_us = 0, p999_us = 0;  // call (or submit) to durable
     // Asynchronous API: how complete() waited.
     std::uint64_t blocking_waits = 0;  // io_uring_enter calls that slept (or polled, IOPOLL)

@@ -130,7 +130,7 @@ status uring_engine::queue(std::uint32_t slot) {
         }
         io_uring_prep_write(sqe, w_.fd.get(), op.buf + op.done, static_cast<unsigned>(op.len - op.done),
                             op.offset + op.done);
-        if (w_.mode == durability_mode::fua) {
+        if (w_.mode == durability_mode::fua || op.alone) {
             sqe->rw_flags = RWF_DSYNC;
         }
         io_uring_sqe_set_data64(sqe, slot);
@@ -157,6 +157,9 @@ void uring_engine::deliver(std::uint32_t slot) {
         c.bytes = op.len;
         if (w_.mode == durability_mode::fua) {
             w_.fua_writes++;
+        }
+        if (op.alone) {
+            w_.dsync_writes++;
         }
     }
     ready_.push_back(std::move(c));
@@ -221,7 +224,7 @@ void uring_engine::handle(const io_uring_cqe& cqe) {
     if (op.parts_left > 0) {
         return;
     }
-    if (w_.mode == durability_mode::flush && !op.error) {
+    if (w_.mode == durability_mode::flush && !op.error && !op.alone) {
         const auto now = std::chrono::steady_clock::now();
         group_.write_completed(slot, now - op.t0, now);
         return;
@@ -284,6 +287,8 @@ status uring_engine::submit(const void* buf, std::size_t len, std::uint64_t offs
     op.len = len;
     op.offset = offset;
     op.t0 = std::chrono::steady_clock::now();
+    // An IOPOLL ring flushes by a call of its own (maybe_flush): its writes stay plain.
+    op.alone = w_.alone_as_dsync && !iopoll_ && lone_.starts(writes_in_flight_);
     ++writes_in_flight_;
     if (auto e = queue(slot); !e.ok()) {
         if (op.parts_left == 0) {
@@ -357,7 +362,8 @@ psync_engine::psync_engine(writer::impl& w)
                   return w.write_nvme_fua_ioctl(j.buf, j.len, j.offset);
               }
               ::iovec iov{const_cast<unsigned char*>(j.buf), j.len};
-              return w.write_plain(&iov, 1, j.offset, j.len, "write (psync)");
+              return w.write_plain(&iov, 1, j.offset, j.len, j.alone ? "write (psync, RWF_DSYNC)" : "write (psync)",
+                                   j.alone);
           },
           w.mode == durability_mode::flush ? psync_pool::flush_fn([&w] { return w.flush_now(); })
                                            : psync_pool::flush_fn(),
@@ -375,6 +381,7 @@ status psync_engine::submit(const void* buf, std::size_t len, std::uint64_t offs
     j.len = len;
     j.offset = offset;
     j.t0 = std::chrono::steady_clock::now();
+    j.alone = w_.alone_as_dsync && lone_.starts(pool_.in_flight());
     return pool_.submit(j);
 }
 
@@ -390,6 +397,9 @@ result<std::size_t> psync_engine::complete(std::vector<writer_completion>& out, 
             c.bytes = f.len;
             if (w_.mode == durability_mode::fua) {
                 w_.fua_writes++;
+            }
+            if (f.alone) {
+                w_.dsync_writes++;
             }
             w_.record(f.len, f.latency_us);
         }

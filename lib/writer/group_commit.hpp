@@ -104,4 +104,29 @@ private:
     double write_mean_us_ = 0;
 };
 
+// Flush mode on a regular file: a write with nothing to group with goes alone, as RWF_DSYNC:
+// the filesystem's own write and flush, the device commands O_DSYNC sends, in the write's one
+// call. As a write and then a flush of its own it cost a round trip more for the same device
+// work (on io_uring an fsync the kernel hands to a worker thread): at QD 1 on ext4 and xfs over
+// a direct-I/O loop device, 2 io_uring_enter calls more per write, 2-3x the CPU per write and
+// fewer writes per second than O_DSYNC (README, "Seed: host-qd1"). A write is alone when no
+// other write of the writer is in flight (submitted, not yet durable) as it starts and none was
+// beside the previous one either: a queue depth of 1 that lasts. The first write of a burst
+// submitted together so still joins the burst's group commit (the write before it, the last of
+// the previous burst, had company); only a writer's very first burst sends one flush more.
+// Not thread-safe: each user keeps it under its own lock or on its one thread.
+class lone_writes {
+public:
+    // A write starts with `others_in_flight` writes of the writer not yet durable: whether it
+    // goes alone.
+    [[nodiscard]] bool starts(std::size_t others_in_flight) noexcept {
+        const bool alone = others_in_flight == 0 && previous_alone_;
+        previous_alone_ = others_in_flight == 0;
+        return alone;
+    }
+
+private:
+    bool previous_alone_ = true;  // a new writer has had no company yet
+};
+
 }  // namespace wz::writer_detail

@@ -237,6 +237,33 @@ private:
     std::vector<std::optional<error_info>> results_;
 };
 
+// Which writes go alone (RWF_DSYNC) in flush mode: those started with no other in flight
+// after a write that had none beside it either; one row per write of a sequence.
+TEST(LoneWrites, OnlyAQueueDepthOfOneThatLastsGoesAlone) {
+    struct row {
+        const char* what;
+        std::vector<std::size_t> others_in_flight;  // at each write's start
+        std::vector<bool> alone;
+    };
+    const std::vector<row> rows{
+        {"queue depth 1: every write", {0, 0, 0, 0}, {true, true, true, true}},
+        {"steady queue depth 4: none", {0, 1, 2, 3, 3, 3, 3}, {true, false, false, false, false, false, false}},
+        // Bursts of 3 submitted together: the first of each later burst follows a write that
+        // had company, so it joins its burst's group commit.
+        {"bursts of 3", {0, 1, 2, 0, 1, 2, 0, 1, 2}, {true, false, false, false, false, false, false, false, false}},
+        {"back to queue depth 1 after a burst", {0, 1, 0, 0, 0}, {true, false, false, true, true}},
+        {"a write with company in the middle", {0, 0, 1, 0, 0}, {true, true, false, false, true}},
+    };
+    for (const auto& r : rows) {
+        SCOPED_TRACE(r.what);
+        lone_writes rule;
+        ASSERT_EQ(r.others_in_flight.size(), r.alone.size());
+        for (std::size_t i = 0; i < r.alone.size(); ++i) {
+            EXPECT_EQ(rule.starts(r.others_in_flight[i]), r.alone[i]) << "write " << i;
+        }
+    }
+}
+
 TEST(SharedFlush, OneThreadFlushesEveryWrite) {
     shared_flush s;
     unsigned flushes = 0;

@@ -76,6 +76,7 @@ void psync_pool::finish(std::uint32_t slot, const status& st) {
     finished f;
     f.user_data = j.user_data;
     f.len = j.len;
+    f.alone = j.alone;
     f.error = error_of(st);
     f.latency_us = std::chrono::duration<double, std::micro>(clock::now() - j.t0).count();
     ready_.push_back(std::move(f));
@@ -101,7 +102,7 @@ void psync_pool::work() {
         lock.lock();
         --running_;
         auto now = clock::now();
-        if (!st.ok() || !flush_) {
+        if (!st.ok() || !flush_ || j.alone) {
             finish(slot, st);
             done_cv_.notify_all();
         } else {

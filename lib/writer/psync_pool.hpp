@@ -41,12 +41,16 @@ public:
         std::size_t len = 0;
         std::uint64_t offset = 0;
         clock::time_point t0;
+        // Flush mode: write_fn makes this write durable itself (RWF_DSYNC: it goes alone,
+        // lone_writes), so it takes no part in the group commit.
+        bool alone = false;
     };
     struct finished {
         std::uint64_t user_data = 0;
         std::size_t len = 0;
         std::optional<error_info> error;
         double latency_us = 0;  // submit() to durable (or failed)
+        bool alone = false;     // the job's
     };
     // The whole write of a job (short writes continued): ok, or the error naming its range.
     using write_fn = std::function<status(const job&)>;

@@ -116,6 +116,56 @@ TEST(PsyncPool, NothingIsHandedBackBeforeItsFlushReturned) {
     EXPECT_EQ(pool.in_flight(), 0U);
 }
 
+// A job that goes alone (RWF_DSYNC) is durable when its write returns: handed back without a
+// flush, while the others still wait for theirs.
+TEST(PsyncPool, AJobThatGoesAloneIsHandedBackWithoutAFlush) {
+    gate flush_gate;
+    std::atomic<unsigned> flushes{0};
+    std::atomic<unsigned> alone_writes{0};
+    psync_pool pool(
+        4,
+        [&](const psync_pool::job& j) {
+            if (j.alone) {
+                ++alone_writes;
+            }
+            return wz::status{};
+        },
+        [&] {
+            ++flushes;
+            flush_gate.wait();
+            return wz::status{};
+        },
+        "/test/f");
+    auto lone = job_at(0);
+    lone.alone = true;
+    ASSERT_TRUE(pool.submit(lone).ok());
+    std::vector<psync_pool::finished> out;
+    // Looked for without blocking (bounded): a job held for a flush would wait at the gate.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pool.complete(out, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (out.size() != 1U) {
+        flush_gate.release();
+        FAIL() << "a write that went alone was not handed back without a flush (flushes " << flushes.load() << ")";
+    }
+    EXPECT_EQ(out[0].user_data, 0U);
+    EXPECT_TRUE(out[0].alone);
+    EXPECT_FALSE(out[0].error);
+    EXPECT_EQ(flushes.load(), 0U) << "a write that went alone was flushed";
+    EXPECT_EQ(alone_writes.load(), 1U);
+    // Not alone: held until a flush returns.
+    ASSERT_TRUE(pool.submit(job_at(1)).ok());
+    ASSERT_TRUE(flush_gate.await_waiters(1)) << "no flush started";
+    out.clear();
+    EXPECT_EQ(pool.complete(out, 0), 0U) << "handed back before the flush returned";
+    flush_gate.release();
+    ASSERT_EQ(pool.complete(out, 1), 1U);
+    EXPECT_FALSE(out[0].alone);
+    EXPECT_EQ(flushes.load(), 1U);
+    EXPECT_EQ(alone_writes.load(), 1U);
+}
+
 TEST(PsyncPool, AFailedFlushFailsTheWritesItCoveredAndNoOthers) {
     // Write 0 completes alone: its flush (the first) starts and is held. Writes 1 and 2
     // complete while it runs, so it does not cover them: it fails, and so does write 0 only;

@@ -83,6 +83,12 @@ status writer::impl::choose_mode() {
         file_kind_of(caps) == file_kind::regular && *written && caps.cache.dsync_overwrite_fua.value_or(false);
     nvme_fua = false;
     nvme_flush = file_kind_of(caps) == file_kind::block && caps.nvme && raw_nvme;
+    alone_as_dsync = false;
+    // Flush mode on a file: what a write with nothing to group with does (lone_writes).
+    const bool file = file_kind_of(caps) == file_kind::regular;
+    const char* const alone_note = "; a write with no other in flight goes alone as RWF_DSYNC, the filesystem's "
+                                   "write and flush as O_DSYNC sends them, a round trip less than a write and a "
+                                   "flush of its own";
 
     durability_mode want = options.mode;
     if (want == durability_mode::automatic) {
@@ -102,9 +108,13 @@ status writer::impl::choose_mode() {
             reason = fmt::format("write-back cache; {}", caps.cache.dsync_overwrite_reason);
         } else {
             mode = durability_mode::flush;
-            reason = write_through ? "write-through, but the range has unwritten extents or holes: a flush commits "
-                                     "their conversion"
-                                   : "write-back cache without a FUA path here: one flush per group of writes";
+            alone_as_dsync = file;
+            reason = fmt::format("{}{}",
+                                 write_through ? "write-through, but the range has unwritten extents or holes: a "
+                                                 "flush commits their conversion"
+                                               : "write-back cache without a FUA path here: one flush per group "
+                                                 "of writes",
+                                 file ? alone_note : "");
         }
         return {};
     }
@@ -138,7 +148,10 @@ status writer::impl::choose_mode() {
                                                            : "needs a raw NVMe namespace with FUA and passthrough"));
         }
         break;
-    case durability_mode::flush: reason = "forced; one flush per group of writes"; break;
+    case durability_mode::flush:
+        alone_as_dsync = file;
+        reason = fmt::format("forced; one flush per group of writes{}", file ? alone_note : "");
+        break;
     case durability_mode::dsync: reason = "forced; O_DSYNC, the baseline"; break;
     case durability_mode::automatic: break;
     }
@@ -322,8 +335,8 @@ void ring_pool::release(std::unique_ptr<io::detail::ring> r) {
 }  // namespace writer_detail
 
 status writer::impl::write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len,
-                                 const char* what) {
-    const int flags = mode == durability_mode::fua ? RWF_DSYNC : 0;
+                                 const char* what, bool alone) {
+    const int flags = mode == durability_mode::fua || alone ? RWF_DSYNC : 0;
     std::vector<::iovec> rest(iov, iov + iovcnt);
     std::size_t done = 0, first = 0;
     while (done < len) {
@@ -582,21 +595,40 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
         }
         w.fua_writes++;
     } else {
-        if (auto e = w.write_plain(iov, iovcnt, offset, len, "write"); !e.ok()) {
+        bool alone = false;
+        const bool counted = w.alone_as_dsync;
+        if (counted) {
+            std::lock_guard lock(w.lone_mutex);
+            alone = w.sync_lone.starts(w.sync_writes_in_flight);
+            ++w.sync_writes_in_flight;
+        }
+        const auto left = [&w, counted] {
+            if (counted) {
+                std::lock_guard lock(w.lone_mutex);
+                --w.sync_writes_in_flight;
+            }
+        };
+        if (auto e = w.write_plain(iov, iovcnt, offset, len, alone ? "write (RWF_DSYNC)" : "write", alone);
+            !e.ok()) {
+            left();
             return std::move(e).error();
         }
         if (w.mode == durability_mode::fua) {
             w.fua_writes++;
         }
-        if (w.mode == durability_mode::flush) {
+        if (alone) {
+            w.dsync_writes++;
+        } else if (w.mode == durability_mode::flush) {
             // The flush's error (fdatasync or NVMe Flush, with its path) goes to every write it
             // covered, whichever thread ran it: each names its own range.
             if (auto e = w.commit.commit([&w] { return w.flush_now(); }); !e.ok()) {
                 error_info err = std::move(e).error();
                 err.message += fmt::format(" (write [offset {}, length {}] not durable)", offset, len);
+                left();
                 return err;
             }
         }
+        left();
     }
     w.record(len, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     return len;
@@ -613,6 +645,7 @@ writer_stats writer::stats() const {
     s.bytes = p_->bytes;
     s.fua_writes = p_->fua_writes;
     s.flushes = p_->flushes;
+    s.dsync_writes = p_->dsync_writes;
     if (const auto used = p_->passthrough_used.load()) {
         s.passthrough = io::to_string(*used);
     }

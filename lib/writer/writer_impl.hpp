@@ -40,6 +40,7 @@ struct async_op {
     unsigned parts_left = 0;  // commands still in flight (an NVMe write splits at the transfer limit)
     std::optional<error_info> error;
     std::chrono::steady_clock::time_point t0;
+    bool alone = false;  // flush mode: written as RWF_DSYNC, durable when it completes (lone_writes)
 };
 
 // The asynchronous API's engine, chosen at the first submit() after open or refresh: the
@@ -90,6 +91,7 @@ private:
     unsigned commands_in_flight_ = 0;  // SQEs submitted and not yet reaped (flush included)
     std::size_t writes_in_flight_ = 0; // submit()ted and not yet handed back
     flush_batcher group_;               // flush mode
+    lone_writes lone_;                  // flush mode on a file: which writes go alone
     std::vector<writer_completion> ready_;  // durable or failed, not yet handed back
     std::vector<double> ready_latency_us_;
     std::optional<io::reaper> reaper_;
@@ -113,6 +115,7 @@ public:
 
 private:
     writer::impl& w_;
+    lone_writes lone_;  // flush mode on a file: which writes go alone (submit() runs on one thread)
     psync_pool pool_;
 };
 
@@ -147,12 +150,21 @@ struct writer::impl {
     unique_fd char_fd;   // raw namespace: NVMe Write with FUA, NVMe Flush
     bool nvme_fua = false;
     bool nvme_flush = false;  // raw NVMe namespace: flush with an NVMe Flush, not fdatasync
+    // Flush mode on a regular file: a write with nothing to group with goes as RWF_DSYNC
+    // (writer_detail::lone_writes). Not on a block device, where RWF_DSYNC is a FUA write and a
+    // flush after it (two flushes on a queue without FUA) against flush mode's one.
+    bool alone_as_dsync = false;
     std::atomic<bool> uring_cmd_missing{false};  // remembered once the kernel refused it
     writer_detail::ring_pool rings;
 
     writer_detail::shared_flush commit;  // the synchronous path's group commit
+    // The synchronous path's callers in a flush-mode write, and which of them go alone.
+    std::mutex lone_mutex;
+    std::size_t sync_writes_in_flight = 0;
+    writer_detail::lone_writes sync_lone;
 
     std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
+    std::atomic<std::uint64_t> dsync_writes{0};  // flush mode: writes that went alone (RWF_DSYNC)
     // The path of the last NVMe command sent (none yet: nullopt).
     std::atomic<std::optional<io::passthrough_path>> passthrough_used;
     static_assert(std::atomic<std::optional<io::passthrough_path>>::is_always_lock_free);
@@ -176,8 +188,10 @@ struct writer::impl {
     status write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
     status write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
     // pwritev2 of [off, off + len) from iov, short writes continued (RWF_DSYNC in fua
-    // mode); errors name `what`, the path and the range not written.
-    status write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len, const char* what);
+    // mode, and for a write that goes `alone` in flush mode); errors name `what`, the path
+    // and the range not written.
+    status write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len, const char* what,
+                       bool alone = false);
     [[nodiscard]] std::uint64_t nvme_part_bytes() const;
     // The NVMe Writes with FUA that carry [off, off + len) from buf: split at the transfer
     // limit, the partition's start added. fn(words, slba, nlb) returns false to stop; so

@@ -189,6 +189,72 @@ TEST_P(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
     }
 }
 
+// Flush mode with nothing to group (issue 13, item 5): at QD 1, asynchronous and from one
+// thread, every write goes alone as RWF_DSYNC and the writer issues no flush of its own (a
+// write and then a flush cost a round trip more than O_DSYNC for the same device work). At
+// QD 8 the group commit stays: flushes, and at most the first write alone.
+TEST_P(WriterTest, FlushModeSendsALoneWriteAsDsync) {
+    wz::writer_options o;
+    o.mode = wz::durability_mode::flush;
+    o.queue_depth = 8;
+    auto w = wz::writer::open(path_, 0, file_bytes, o);
+    ASSERT_TRUE(w) << w.error().message;
+    EXPECT_NE(w->reason().find("alone as RWF_DSYNC"), std::string::npos) << w->reason();
+    std::vector<buffer> bufs;
+    for (unsigned i = 0; i < 8; ++i) {
+        bufs.push_back(make_buffer(block, static_cast<unsigned char>('a' + i)));
+    }
+    constexpr unsigned n = 32;
+    std::vector<wz::writer_completion> done;
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_TRUE(w->submit(bufs[0].get(), block, std::uint64_t{i} * block, i).ok());
+        done.clear();
+        auto r = w->complete(done, 1);
+        ASSERT_TRUE(r) << r.error().message;
+        ASSERT_EQ(*r, 1U);
+        ASSERT_FALSE(done[0].error) << done[0].error->message;
+    }
+    auto s = w->stats();
+    EXPECT_EQ(s.writes, n);
+    EXPECT_EQ(s.dsync_writes, n) << "asynchronous, QD 1";
+    EXPECT_EQ(s.flushes, 0U) << "asynchronous, QD 1";
+    for (unsigned i = 0; i < n; ++i) {
+        ASSERT_TRUE(w->pwrite(bufs[1].get(), block, std::uint64_t{n + i} * block));
+    }
+    s = w->stats();
+    EXPECT_EQ(s.dsync_writes, 2 * n) << "synchronous, one thread";
+    EXPECT_EQ(s.flushes, 0U) << "synchronous, one thread";
+    // QD 8, kept full: group commit.
+    unsigned next = 0, in_flight = 0;
+    std::vector<unsigned> free_bufs{0, 1, 2, 3, 4, 5, 6, 7};
+    while (next < 4 * n || in_flight > 0) {
+        while (next < 4 * n && !free_bufs.empty()) {
+            const unsigned b = free_bufs.back();
+            free_bufs.pop_back();
+            ASSERT_TRUE(w->submit(bufs[b].get(), block, std::uint64_t{2 * n + next % (2 * n)} * block, b).ok());
+            ++next;
+            ++in_flight;
+        }
+        done.clear();
+        auto r = w->complete(done, 1);
+        ASSERT_TRUE(r) << r.error().message;
+        for (const auto& c : done) {
+            ASSERT_FALSE(c.error) << c.error->message;
+            free_bufs.push_back(static_cast<unsigned>(c.user_data));
+            --in_flight;
+        }
+    }
+    const auto q8 = w->stats();
+    EXPECT_EQ(q8.writes, 6 * n);
+    EXPECT_LE(q8.dsync_writes - s.dsync_writes, 1U) << "QD 8: the group commit's writes went alone";
+    EXPECT_GE(q8.flushes, 1U);
+    EXPECT_LE(q8.flushes, 4 * n / 2) << "QD 8: group commit";
+    ASSERT_TRUE(w->close().ok());
+    auto data = read_back(0, 2 * n * block);
+    EXPECT_EQ(data[0], 'a');
+    EXPECT_EQ(data[(2 * n - 1) * block], 'b');
+}
+
 TEST_P(WriterTest, SubmitBeyondTheQueueDepthIsEbusy) {
     wz::writer_options o;
     o.mode = wz::durability_mode::flush;

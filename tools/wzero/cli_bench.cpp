@@ -313,6 +313,7 @@ int run_bench_write(const bench_args& a) {
                                  {"cpu_us_per_io", cpu_us_per_io},
                                  {"fua_writes", s.fua_writes},
                                  {"flushes", s.flushes},
+                                 {"dsync_writes", s.dsync_writes},
                                  {"passthrough", s.passthrough},
                                  {"blocking_waits", s.blocking_waits},
                                  {"busy_looks", s.busy_looks},
@@ -338,8 +339,9 @@ int run_bench_write(const bench_args& a) {
                    : "");
     fmt::print("{} writes of {} bytes in {:.3f} s: {:.0f} IOPS, {:.1f} MiB/s, {:.2f} us CPU per write\n", s.writes,
                bs, secs, iops, static_cast<double>(s.bytes) / secs / 1048576.0, cpu_us_per_io);
-    fmt::print("latency p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us; FUA writes {}, flushes issued {}\n", s.p50_us,
-               s.p99_us, s.p999_us, s.fua_writes, s.flushes);
+    fmt::print("latency p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us; FUA writes {}, flushes issued {}, "
+               "writes alone as RWF_DSYNC {}\n",
+               s.p50_us, s.p99_us, s.p999_us, s.fua_writes, s.flushes, s.dsync_writes);
     say_interrupted();
     return sig != 0 ? exit_failure : exit_ok;
 }
