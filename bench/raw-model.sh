@@ -9,7 +9,8 @@
 #   raw_boot LAT OUT [VM/RUN ARGS...] -- GUEST
 #                          boot the model at LAT, run GUEST (bash, after $raw_guest_lib) with
 #                          OPS, ROUNDS, QDS, MODES in its environment; output appended to OUT
-#   raw_table OUT LAT      print the rows of LAT (QDS x MODES, medians over the rounds)
+#   raw_table OUT LAT      print the rows of LAT (QDS x MODES, medians over the rounds, and the
+#                          lowest..highest IOPS of the rounds)
 #   raw_row OUT LAT QD MODE FIELD   one median (iops, cpu, p50) of a row
 #   raw_headline NAME OUT LAT QD MODE   the "seed: NAME: ..." line, MODE against dsync and
 #                          the ceiling at LAT and QD
@@ -19,6 +20,7 @@
 #   dsync    --mode dsync --threads N: synchronous O_DSYNC|O_DIRECT pwrite from N threads
 #   auto     --qd N: the writer's own choice (the row names the mode it resolved to)
 #   fua, flush, through   --mode M --qd N: the writer in that mode
+# SEED_RAW=FILE keeps the guest's lines (each prefixed with its latency) in FILE.
 # The guest prints one line per run:
 #   run QD MODE RESOLVED IOPS CPU_US_PER_IO P50_US WRITER_FLUSHES WRITER_FUA DEV_WRITES DEV_FUA DEV_FLUSHES
 # where DEV_* come from the guest NVMe driver's trace (fstests/common/devcount), not from the
@@ -58,10 +60,13 @@ rounds() { # every QD, every mode, ROUNDS times; the order of the modes reversed
 		done
 	done
 }
-flushlat() { # N: microseconds per fsync of the device: xfs_io with N + 1 fsyncs minus xfs_io with one
-	# (prints the device counts of both: N + 2 flushes)
-	local n=$1 fs=() t0 t1 t2 c
+flushlat() { # N: the flush latency, two ways: microseconds per fsync of the device (xfs_io
+	# with N + 1 fsyncs minus xfs_io with one: the mean, syscall included) and the median NVMe
+	# Flush at the guest driver (nvme_setup_cmd to nvme_complete_rq, fstests/common/nvme_latency.awk)
+	# prints "flushlat MEAN_US DEVICE_MEDIAN_US writes=.. fua=.. flushes=N+2 zeroes=.."
+	local n=$1 fs=() t0 t1 t2 c med e=$DEVCOUNT_TRACEFS/events/nvme/nvme_complete_rq/enable
 	for _ in $(seq "$n"); do fs+=(-c fsync); done
+	echo 1 >"$e"
 	devcount_begin
 	t0=$EPOCHREALTIME
 	xfs_io -d -c fsync $dev
@@ -69,7 +74,9 @@ flushlat() { # N: microseconds per fsync of the device: xfs_io with N + 1 fsyncs
 	xfs_io -d -c fsync "${fs[@]}" $dev
 	t2=$EPOCHREALTIME
 	c=$(devcount_end)
-	echo "flushlat $(awk -v a="$t0" -v b="$t1" -v c="$t2" -v n="$n" "BEGIN { printf \"%.0f\", ((c - b) - (b - a)) * 1e6 / n }") $c"
+	med=$(awk -f /wz/fstests/common/nvme_latency.awk "$DEVCOUNT_TRACEFS/trace" | awk "\$1 == \"nvme_cmd_flush\" { sub(\"median_us=\", \"\", \$3); print \$3 }")
+	echo 0 >"$e"
+	echo "flushlat $(awk -v a="$t0" -v b="$t1" -v c="$t2" -v n="$n" "BEGIN { printf \"%.0f\", ((c - b) - (b - a)) * 1e6 / n }") ${med:-none} $c"
 }
 '
 
@@ -96,6 +103,7 @@ raw_boot() {
 			env OPS="$OPS" ROUNDS="$ROUNDS" QDS="$QDS" MODES="$MODES" bash -c "$raw_guest_lib$1" 2>&1
 	} | sed "s/^/$lat /" >>"$out"
 	[ "${PIPESTATUS[0]}" = 0 ] || { grep "^$lat " "$out" >&2; return 1; }
+	if [ -n "${SEED_RAW:-}" ]; then grep "^$lat " "$out" >>"$SEED_RAW"; fi
 }
 
 # median of the values on stdin
@@ -108,14 +116,16 @@ raw_row() { # OUT LAT QD MODE FIELD (iops cpu p50)
 }
 
 raw_table() { # OUT LAT
-	local out=$1 lat=$2 qd m iops ceil base resolved counts
-	printf '%-6s %-3s %-14s %8s %7s %7s %9s %8s %9s %8s %8s %8s\n' latency QD mode IOPS "of ceil" "x dsync" \
+	local out=$1 lat=$2 qd m iops range ceil base resolved counts
+	printf '%-6s %-3s %-14s %8s %11s %7s %7s %9s %8s %9s %8s %8s %8s\n' latency QD mode IOPS "min..max" "of ceil" "x dsync" \
 		"dev fl/w" "dev FUA/w" "wzr fl/w" "wzr FUA/w" "CPU us/w" "p50 us"
 	for qd in $QDS; do
 		ceil=$(raw_row "$out" "$lat" "$qd" ceiling iops)
 		base=$(raw_row "$out" "$lat" "$qd" dsync iops)
 		for m in $MODES; do
 			iops=$(raw_row "$out" "$lat" "$qd" "$m" iops)
+			range=$(awk -v l="$lat" -v q="$qd" -v m="$m" '$1 == l && $2 == "run" && $3 == q && $4 == m { print $6 }' "$out" |
+				sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f..%.0f", lo, hi }')
 			resolved=$(awk -v l="$lat" -v q="$qd" -v m="$m" '$1 == l && $2 == "run" && $3 == q && $4 == m { print $5 }' "$out" | sort -u | paste -sd/)
 			# per write, summed over the rounds: writer flushes, writer FUA, device FUA, device flushes
 			counts=$(awk -v l="$lat" -v q="$qd" -v m="$m" '$1 == l && $2 == "run" && $3 == q && $4 == m {
@@ -125,7 +135,7 @@ raw_table() { # OUT LAT
 			[ "$m" = auto ] && label="auto($resolved)"
 			[ "$m" = fua ] && [ -n "${RAW_FUA_MARK:-}" ] && label="fua$RAW_FUA_MARK"
 			# shellcheck disable=SC2086 # counts is four numbers
-			printf '%-6s %-3s %-14s %8.0f %7.2f %6.2fx %9s %8s %9s %8s %8.0f %8.0f\n' "$lat" "$qd" "$label" "$iops" \
+			printf '%-6s %-3s %-14s %8.0f %11s %7.2f %6.2fx %9s %8s %9s %8s %8.0f %8.0f\n' "$lat" "$qd" "$label" "$iops" "$range" \
 				"$(echo "$iops / $ceil" | bc -l)" "$(echo "$iops / $base" | bc -l)" $counts \
 				"$(raw_row "$out" "$lat" "$qd" "$m" cpu)" "$(raw_row "$out" "$lat" "$qd" "$m" p50)"
 		done

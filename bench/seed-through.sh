@@ -23,12 +23,12 @@
 # QD32 is capped at 16 in flight by the model (see bench/seed-wce0.sh).
 # Headline (the last line): 1ms, QD1, auto against dsync and the ceiling (the last latency run
 # when 1ms is not in LATENCIES).
-#   bench/seed-through.sh [OPS] [ROUNDS]      (defaults 500, 5; env LATENCIES="0.2ms 1ms 5ms")
+#   bench/seed-through.sh [OPS] [ROUNDS]      (defaults 400, 7; env LATENCIES="0.2ms 1ms 5ms")
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/bench/raw-model.sh"
-OPS=${1:-500}
-ROUNDS=${2:-5}
+OPS=${1:-400}
+ROUNDS=${2:-7}
 QDS="1 32"
 MODES="ceiling dsync auto"
 LATENCIES=${LATENCIES:-"0.2ms 1ms 5ms"}
@@ -57,7 +57,7 @@ for lat in $LATENCIES; do
 	echo
 	echo "flush $lat, FUA $(raw_fua "$lat"); the guest saw:"
 	grep "^$lat seen " "$out" | cut -d' ' -f3- | sed 's/^/  /'
-	echo "  22 fsyncs of the device (two xfs_io): $(awk -v l="$lat" '$1 == l && $2 == "flushlat" { sub("flushes=", "", $6); print $6 }' "$out") NVMe Flushes at the device"
+	echo "  22 fsyncs of the device (two xfs_io): $(awk -v l="$lat" '$1 == l && $2 == "flushlat" { sub("flushes=", "", $7); print $7 }' "$out") NVMe Flushes at the device"
 	raw_table "$out" "$lat"
 	if [ "$lat" = 1ms ] || [ -z "$headline" ]; then headline=$lat; fi
 done

@@ -12,9 +12,10 @@
 #   dsync     synchronous O_DSYNC|O_DIRECT pwrite from QD threads (what databases do)
 #   auto      the writer's own choice at QD (the record reads WCE=0: mode through)
 # Goal: auto >= 0.9 of the ceiling with 0 flushes at the device. Per latency the script also
-# prints what (write + flush) predicts for O_DSYNC at QD1: 1 / (the ceiling's time per write
-# at QD1 + the flush latency measured in the same boot: an xfs_io with 201 fsyncs of the
-# device minus one with 1, over 200), next to the measured O_DSYNC IOPS.
+# prints what (write + flush) predicts for O_DSYNC at QD1: 1 / (the ceiling's median write
+# latency at QD1 + the median NVMe Flush latency at the guest's driver, measured in the same
+# boot over 202 fsyncs of the device), next to the measured O_DSYNC IOPS and median latency
+# (it also prints the mean fsync from timing the xfs_io: the syscall and its wake-up included).
 # Columns: dev fl/w, dev FUA/w = flushes and FUA writes per write at the guest's NVMe driver
 # (fstests/common/devcount); wzr fl/w, wzr FUA/w = the writer's own counts; CPU us/w = user +
 # sys per write (getrusage); p50 us = median write latency.
@@ -23,12 +24,12 @@
 # client and nbdkit's default thread count are both 16); QD32 rows queue in the guest.
 # Headline (the last line): 1ms, QD1, auto against dsync and the ceiling (the issue's "done
 # when" point; the last latency run when 1ms is not in LATENCIES).
-#   bench/seed-wce0.sh [OPS] [ROUNDS]      (defaults 500, 5; env LATENCIES="0.2ms 1ms 5ms")
+#   bench/seed-wce0.sh [OPS] [ROUNDS]      (defaults 400, 7; env LATENCIES="0.2ms 1ms 5ms")
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/bench/raw-model.sh"
-OPS=${1:-500}
-ROUNDS=${2:-5}
+OPS=${1:-400}
+ROUNDS=${2:-7}
 QDS="1 32"
 MODES="ceiling dsync auto"
 LATENCIES=${LATENCIES:-"0.2ms 1ms 5ms"}
@@ -53,13 +54,17 @@ for lat in $LATENCIES; do
 	echo
 	echo "flush $lat, FUA $(raw_fua "$lat"); the guest saw: $(grep "^$lat seen " "$out" | cut -d' ' -f3- | paste -sd';')"
 	raw_table "$out" "$lat"
-	read -r flush_us dev_flushes < <(awk -v l="$lat" '$1 == l && $2 == "flushlat" { print $3, $6 }' "$out" | sed 's/flushes=//')
-	ceil=$(raw_row "$out" "$lat" 1 ceiling iops)
+	read -r fsync_us flush_us dev_flushes < <(awk -v l="$lat" '$1 == l && $2 == "flushlat" { sub("flushes=", "", $7); print $3, $4, $7 }' "$out")
+	ceil_p50=$(raw_row "$out" "$lat" 1 ceiling p50)
 	dsync=$(raw_row "$out" "$lat" 1 dsync iops)
-	pred=$(echo "1000000 / (1000000 / $ceil + $flush_us)" | bc -l)
-	printf 'O_DSYNC QD1 by (write + flush): 1 / (%.0f us + %.0f us) = %.0f IOPS predicted, %.0f measured (%.2f)\n' \
-		"$(echo "1000000 / $ceil" | bc -l)" "$flush_us" "$pred" "$dsync" "$(echo "$dsync / $pred" | bc -l)"
-	echo "  (flush: xfs_io with 201 fsyncs of /dev/nvme0n1 minus xfs_io with 1; $dev_flushes NVMe Flushes at the device for the 202)"
+	dsync_p50=$(raw_row "$out" "$lat" 1 dsync p50)
+	pred_us=$(echo "$ceil_p50 + $flush_us" | bc -l)
+	printf 'O_DSYNC QD1 by (write + flush): %.0f us (ceiling p50) + %.0f us (flush) = %.0f us: %.0f IOPS predicted;\n' \
+		"$ceil_p50" "$flush_us" "$pred_us" "$(echo "1000000 / $pred_us" | bc -l)"
+	printf '  measured %.0f IOPS (%.2f of predicted), p50 %.0f us (%.2f of predicted)\n' "$dsync" \
+		"$(echo "$dsync * $pred_us / 1000000" | bc -l)" "$dsync_p50" "$(echo "$dsync_p50 / $pred_us" | bc -l)"
+	echo "  (flush: median NVMe Flush at the guest driver over $dev_flushes fsyncs of /dev/nvme0n1; timed"
+	echo "  from xfs_io, fsync included: $fsync_us us per fsync)"
 	if [ "$lat" = 1ms ] || [ -z "$headline" ]; then headline=$lat; fi
 done
 [ "$headline" = 1ms ] || headline=$lat

@@ -22,12 +22,12 @@
 # QD32 is capped at 16 in flight by the model (see bench/seed-wce0.sh).
 # Headline (the last line): 1ms, QD32, flush mode against dsync and the ceiling (auto picks
 # fua, which this model does not charge; the last latency run when 1ms is not in LATENCIES).
-#   bench/seed-wce1.sh [OPS] [ROUNDS]      (defaults 500, 5; env LATENCIES="0.2ms 1ms 5ms")
+#   bench/seed-wce1.sh [OPS] [ROUNDS]      (defaults 400, 7; env LATENCIES="0.2ms 1ms 5ms")
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/bench/raw-model.sh"
-OPS=${1:-500}
-ROUNDS=${2:-5}
+OPS=${1:-400}
+ROUNDS=${2:-7}
 QDS="1 8 32"
 MODES="ceiling dsync fua flush auto"
 LATENCIES=${LATENCIES:-"0.2ms 1ms 5ms"}
@@ -53,7 +53,7 @@ headline=
 for lat in $LATENCIES; do
 	echo
 	echo "flush $lat, FUA $(raw_fua "$lat") (uncharged here); the guest saw: $(grep "^$lat seen " "$out" | cut -d' ' -f3-)"
-	echo "flush latency: $(awk -v l="$lat" '$1 == l && $2 == "flushlat" { sub("flushes=", "", $6); print $3 " us per fsync of the device (xfs_io with 201 fsyncs minus xfs_io with 1; " $6 " NVMe Flushes at the device for the 202)" }' "$out")"
+	echo "flush latency: $(awk -v l="$lat" '$1 == l && $2 == "flushlat" { sub("flushes=", "", $7); print "median NVMe Flush at the guest driver " $4 " us over " $7 " fsyncs of the device; " $3 " us per fsync timed from xfs_io" }' "$out")"
 	raw_table "$out" "$lat"
 	if [ "$lat" = 1ms ] || [ -z "$headline" ]; then headline=$lat; fi
 done
