@@ -31,6 +31,7 @@ ROUNDS=${2:-7}
 QDS="1 8 32"
 MODES="ceiling dsync fua flush auto"
 LATENCIES=${LATENCIES:-"0.2ms 1ms 5ms"}
+# shellcheck disable=SC2034 # read by raw_table (bench/raw-model.sh)
 RAW_FUA_MARK="*"
 # shellcheck disable=SC2016 # expanded in the guest
 guest='
