@@ -14,7 +14,10 @@
 # for C in interrupt, adaptive (defaults: high 32, low 3, 30 us, 1000 loops) and poll
 # (IOPOLL). IOPS, fraction of the ceiling of the same completion mode and QD ("of ceil"; the
 # dsync row against the best ceiling of its QD), IOPS over dsync of the same QD, CPU us per
-# write (user + system time of the process over the run, getrusage) and the p50 and p99 latency.
+# write (user + system time of the process over the run, getrusage), the p50 and p99 latency,
+# and per write the tool's own FUA writes and flushes ("wz") next to the device's write
+# commands, FUA writes and flushes (fstests/common/devcount, the guest NVMe driver's trace,
+# which also costs some CPU per command in every mode).
 # Each QD runs its seven runs back to back, ROUNDS times, and the median is reported.
 # Model caveat: QEMU's controller ignores the FUA bit while WCE=1, so the writer's FUA writes
 # cost what plain writes cost (its gap to the ceiling is the passthrough path, not the drive);
@@ -33,14 +36,19 @@ qds="1 8 32 128"
 modes="interrupt adaptive poll"
 # shellcheck disable=SC2016 # expanded in the guest
 guest='
+. /wz/fstests/common/devcount
+devcount_init || exit 1
 nvme set-feature /dev/nvme0 -f 6 -v $WCE >/dev/null || exit 1
 echo "io_poll $(cat /sys/block/nvme0n1/queue/io_poll)"
-# b NAME COMPLETION ARGS...: one run, printed as "run QD NAME COMPLETION mode iops cpu p50 p99"
+# b NAME COMPLETION ARGS...: one run, printed as "run QD NAME COMPLETION mode iops cpu p50 p99
+# fua_writes flushes writes=N fua=N flushes=N zeroes=N" (first the tool counts, then the device counts)
 b() {
-	local name=$1 c=$2 j
+	local name=$1 c=$2 j d
 	shift 2
+	devcount_begin
 	j=$(wzero bench write --json --random --ops $OPS -l 256M "$@" /dev/nvme0n1) || exit 1
-	echo "run $qd $name $c $(echo "$j" | jq -r "\"\(.mode) \(.iops) \(.cpu_us_per_io) \(.latency_us.p50) \(.latency_us.p99)\"")"
+	d=$(devcount_end) || exit 1
+	echo "run $qd $name $c $(echo "$j" | jq -r "\"\(.mode) \(.iops) \(.cpu_us_per_io) \(.latency_us.p50) \(.latency_us.p99) \(.fua_writes) \(.flushes)\"") $d"
 }
 for r in $(seq $ROUNDS); do
 	for qd in $QDS; do
@@ -58,8 +66,8 @@ trap 'rm -f "$out"' EXIT
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "completion modes: 4 KiB random writes, raw QEMU NVMe namespace in the flush-latency model, WCE=$wce,"
 echo "2 poll queues, TCG guest (Linux 7.2), $ops writes per run, median of $rounds rounds, one boot per latency"
-printf '%-6s %-4s %-8s %-10s %-8s %9s %8s %8s %10s %8s %8s\n' lat QD run completion mode IOPS "of ceil" "x dsync" \
-	"CPU us/wr" "p50 us" "p99 us"
+printf '%-6s %-4s %-8s %-10s %-8s %9s %8s %8s %10s %8s %8s %6s %6s %6s %6s %6s\n' lat QD run completion mode IOPS "of ceil" \
+	"x dsync" "CPU us/wr" "p50 us" "p99 us" "wz FUA" "wz fl" "dev wr" "FUA" flushes
 headline=
 for lat in $latencies; do
 	case $lat in
@@ -77,8 +85,10 @@ for lat in $latencies; do
 		{ cat "$out" >&2; exit 1; }
 	grep -q '^io_poll 1' "$out" || { echo "seed-completion: no poll queues in the guest:" >&2; cat "$out" >&2; exit 1; }
 	for qd in $qds; do
-		# col RUN COMPLETION N: the median of field N (6 IOPS, 7 CPU, 8 p50, 9 p99) of those runs at qd
-		col() { awk -v q="$qd" -v r="$1" -v c="$2" -v n="$3" '$1 == "run" && $2 == q && $3 == r && $4 == c { print $n }' "$out" | median; }
+		# col RUN COMPLETION N: the median of field N (6 IOPS, 7 CPU, 8 p50, 9 p99, 10 and 11 the
+		# tool's FUA writes and flushes, 12-14 the device's writes, FUA writes and flushes) of
+		# those runs at qd
+		col() { awk -v q="$qd" -v r="$1" -v c="$2" -v n="$3" '$1 == "run" && $2 == q && $3 == r && $4 == c { sub(/^[a-z]+=/, "", $n); print $n }' "$out" | median; }
 		n=$(awk -v q="$qd" '$1 == "run" && $2 == q' "$out" | wc -l)
 		[ "$n" = $((7 * rounds)) ] || { echo "seed-completion: $n runs at QD $qd, not $((7 * rounds)):" >&2; cat "$out" >&2; exit 1; }
 		dsync=$(col dsync sync 6) best_ceil=0 best=0 best_c=
@@ -91,12 +101,15 @@ for lat in $latencies; do
 			[ $r = dsync ] && cs=sync
 			for c in $cs; do
 				iops=$(col $r "$c" 6) cpu=$(col $r "$c" 7) p50=$(col $r "$c" 8) p99=$(col $r "$c" 9)
+				wfua=$(col $r "$c" 10) wfl=$(col $r "$c" 11) dw=$(col $r "$c" 12) dfua=$(col $r "$c" 13) dfl=$(col $r "$c" 14)
 				# the mode the runs used (every round's, joined with + if they differ)
 				mode=$(awk -v q="$qd" -v r="$r" -v c="$c" '$1 == "run" && $2 == q && $3 == r && $4 == c { m[$5] = 1 }
 					END { s = ""; for (k in m) s = s (s == "" ? "" : "+") k; print s }' "$out")
 				if [ $r = dsync ]; then ceil=$best_ceil; else ceil=$(col ceiling "$c" 6); fi
-				printf '%-6s %-4s %-8s %-10s %-8s %9.0f %8.2f %7.2fx %10.1f %8.0f %8.0f\n' "$lat" "$qd" "$r" "$c" "$mode" "$iops" \
-					"$(echo "$iops / $ceil" | bc -l)" "$(echo "$iops / $dsync" | bc -l)" "$cpu" "$p50" "$p99"
+				printf '%-6s %-4s %-8s %-10s %-8s %9.0f %8.2f %7.2fx %10.1f %8.0f %8.0f %6.2f %6.2f %6.2f %6.2f %6.2f\n' "$lat" "$qd" \
+					"$r" "$c" "$mode" "$iops" "$(echo "$iops / $ceil" | bc -l)" "$(echo "$iops / $dsync" | bc -l)" "$cpu" "$p50" "$p99" \
+					"$(echo "$wfua / $ops" | bc -l)" "$(echo "$wfl / $ops" | bc -l)" "$(echo "$dw / $ops" | bc -l)" \
+					"$(echo "$dfua / $ops" | bc -l)" "$(echo "$dfl / $ops" | bc -l)"
 				if [ $r = writer ] && [ "$(echo "$iops > $best" | bc -l)" = 1 ]; then
 					best=$iops best_c=$c best_of=$(echo "$iops / $ceil" | bc -l)
 				fi
