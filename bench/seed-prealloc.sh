@@ -18,9 +18,10 @@
 # Per run: IOPS, fraction of the ceiling at the same fs and QD, IOPS over dsync on the
 # unwritten file ("x unwr": for dsync/written that is the written/unwritten ratio; the public
 # measurement to compare with is 4.9x, 98.8k vs 20.1k IOPS), CPU us per write (getrusage of
-# the process: the journal's kernel threads are not in it), p50 and p99 latency, and per write at the device
-# (fstests/common/devcount, the guest NVMe driver's trace): write commands (> 1 = journal or
-# log writes), FUA writes and flushes.
+# the process: the journal's kernel threads are not in it), p50 and p99 latency, and per write
+# the tool's own FUA writes and flushes ("wz"; 0 where the kernel does them: dsync) next to
+# what the device saw (fstests/common/devcount, the guest NVMe driver's trace): write commands
+# (> 1 = journal or log writes), FUA writes and flushes.
 # Model caveat: QEMU's controller ignores the FUA bit while WCE=1, so a FUA write costs what a
 # plain write costs here; a flush costs the flush latency.
 # Headline (the last line): ext4, 1 ms, QD 1: the writer on the written file against dsync on
@@ -90,8 +91,8 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 echo "written (wzero alloc) vs unwritten (fallocate) $size file on ext4/xfs, QEMU NVMe model, WCE=1,"
 echo "TCG guest (Linux 7.2); 4 KiB random overwrites, $ops per run, file recreated before each run,"
 echo "median of $rounds rounds (order reversed every other round), one boot per latency"
-printf '%-6s %-4s %-3s %-8s %-9s %-6s %8s %7s %7s %9s %8s %8s %7s %7s %7s\n' lat fs QD run file mode IOPS "of ceil" \
-	"x unwr" "CPU us/wr" "p50 us" "p99 us" "dev wr" "FUA" flushes
+printf '%-6s %-4s %-3s %-8s %-9s %-6s %8s %7s %7s %9s %8s %8s %6s %6s %6s %6s %6s\n' lat fs QD run file mode IOPS "of ceil" \
+	"x unwr" "CPU us/wr" "p50 us" "p99 us" "wz FUA" "wz fl" "dev wr" "FUA" flushes
 headline=
 for lat in $latencies; do
 	case $lat in
@@ -106,13 +107,14 @@ for lat in $latencies; do
 	"$repo/fstests/vm/run" --kernel new --setup A --flush-latency "$lat" --fua-latency "$fua" --append idle=poll \
 		--timeout 3000 -- env OPS="$ops" ROUNDS="$rounds" SIZE="$size" bash -c "$guest" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 	# one record per run: fs file name qd unwritten_extents dev_writes dev_fua dev_flushes mode iops cpu p50 p99
+	# fua_writes flushes (the last two are the tool's own counts)
 	while read -r l; do
 		read -r fs p n qd u dw df dfl <<<"$(awk '{ for (i = 6; i <= 9; i++) { sub(/^[a-z_]+=/, "", $i) } print $2, $3, $4, $5, $6, $7, $8, $9 }' <<<"$l")"
 		if { [ "$p" = written ] && [ "$u" != 0 ]; } || { [ "$p" = unwritten ] && [ "$u" = 0 ]; }; then
 			echo "seed-prealloc: $fs $p file had $u unwritten extents before a $n run at $lat" >&2
 			exit 1
 		fi
-		echo "$fs $p $n $qd $u $dw $df $dfl $(jq -r '"\(.mode) \(.iops) \(.cpu) \(.p50) \(.p99)"' <<<"{${l#*\{}")"
+		echo "$fs $p $n $qd $u $dw $df $dfl $(jq -r '"\(.mode) \(.iops) \(.cpu) \(.p50) \(.p99) \(.fua_writes) \(.flushes)"' <<<"{${l#*\{}")"
 	done < <(grep '^run ' "$out") >"$flat"
 	for fs in ext4 xfs; do
 		for qd in 1 32; do
@@ -127,10 +129,11 @@ for lat in $latencies; do
 				mode=$(awk -v fs="$fs" -v qd="$qd" -v p="$p" -v n="$n" '$1 == fs && $2 == p && $3 == n && $4 == qd { m[$9] = 1 }
 					END { s = ""; for (k in m) s = s (s == "" ? "" : "+") k; print s }' "$flat")
 				iops=$(col "$p" "$n" 10) cpu=$(col "$p" "$n" 11) p50=$(col "$p" "$n" 12) p99=$(col "$p" "$n" 13)
-				dw=$(col "$p" "$n" 6) df=$(col "$p" "$n" 7) dfl=$(col "$p" "$n" 8)
-				printf '%-6s %-4s %-3s %-8s %-9s %-6s %8.0f %7.2f %6.2fx %9.1f %8.0f %8.0f %7.2f %7.2f %7.2f\n' "$lat" "$fs" "$qd" \
-					"$n" "$p" "$mode" "$iops" "$(echo "$iops / $ceil" | bc -l)" "$(echo "$iops / $unwr" | bc -l)" "$cpu" "$p50" "$p99" \
-					"$(echo "$dw / $ops" | bc -l)" "$(echo "$df / $ops" | bc -l)" "$(echo "$dfl / $ops" | bc -l)"
+				dw=$(col "$p" "$n" 6) df=$(col "$p" "$n" 7) dfl=$(col "$p" "$n" 8) wfua=$(col "$p" "$n" 14) wfl=$(col "$p" "$n" 15)
+				printf '%-6s %-4s %-3s %-8s %-9s %-6s %8.0f %7.2f %6.2fx %9.1f %8.0f %8.0f %6.2f %6.2f %6.2f %6.2f %6.2f\n' "$lat" "$fs" \
+					"$qd" "$n" "$p" "$mode" "$iops" "$(echo "$iops / $ceil" | bc -l)" "$(echo "$iops / $unwr" | bc -l)" "$cpu" "$p50" \
+					"$p99" "$(echo "$wfua / $ops" | bc -l)" "$(echo "$wfl / $ops" | bc -l)" "$(echo "$dw / $ops" | bc -l)" \
+					"$(echo "$df / $ops" | bc -l)" "$(echo "$dfl / $ops" | bc -l)"
 				if [ "$lat" = 1ms ] && [ "$fs" = ext4 ] && [ "$qd" = 1 ] && [ "$n" = writer ]; then
 					headline=$(printf 'seed: prealloc: writer %.2fx of dsync, %.2f of ceiling' \
 						"$(echo "$iops / $unwr" | bc -l)" "$(echo "$iops / $ceil" | bc -l)")
