@@ -464,9 +464,9 @@ int run_write(const write_args& a) {
     }
     write_line(STDOUT_FILENO,
                fmt::format("stats writes={} bytes={} fua_writes={} flushes={} blocking_waits={} busy_looks={} "
-                           "idle_sleeps={} passthrough={} acked={} engine={}\n",
+                           "idle_sleeps={} passthrough={} acked={} engine={} dsync_writes={}\n",
                            s.writes, s.bytes, s.fua_writes, s.flushes, s.blocking_waits, s.busy_looks, s.idle_sleeps,
-                           s.passthrough.empty() ? "-" : s.passthrough, ack.acked.load(), s.engine));
+                           s.passthrough.empty() ? "-" : s.passthrough, ack.acked.load(), s.engine, s.dsync_writes));
     if (ack.marker_fd >= 0) {
         ::close(ack.marker_fd);
     }
