@@ -32,6 +32,9 @@
 #   bench/seed-prealloc.sh [OPS] [ROUNDS]  (defaults 2000, 3; env LATENCIES="0.2ms 1ms 5ms", SIZE=256M)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# raw_fua: the FUA latency that goes with each flush latency (shared with the raw seeds)
+# shellcheck source=raw-model.sh
+. "$repo/bench/raw-model.sh"
 ops=${1:-2000}
 rounds=${2:-3}
 latencies=${LATENCIES:-0.2ms 1ms 5ms}
@@ -95,15 +98,7 @@ printf '%-6s %-4s %-3s %-8s %-9s %-6s %8s %7s %7s %9s %8s %8s %6s %6s %6s %6s %6
 	"x unwr" "CPU us/wr" "p50 us" "p99 us" "wz FUA" "wz fl" "dev wr" "FUA" flushes
 headline=
 for lat in $latencies; do
-	case $lat in
-	0.2ms) fua=100us ;;
-	1ms) fua=300us ;;
-	5ms) fua=2ms ;;
-	*)
-		echo "seed-prealloc: no FUA latency for flush latency $lat (0.2ms, 1ms or 5ms)" >&2
-		exit 1
-		;;
-	esac
+	fua=$(raw_fua "$lat")
 	"$repo/fstests/vm/run" --kernel new --setup A --flush-latency "$lat" --fua-latency "$fua" --append idle=poll \
 		--timeout 3000 -- env OPS="$ops" ROUNDS="$rounds" SIZE="$size" bash -c "$guest" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
 	# one record per run: fs file name qd unwritten_extents dev_writes dev_fua dev_flushes mode iops cpu p50 p99
