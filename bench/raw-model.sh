@@ -14,6 +14,8 @@
 #   raw_row OUT LAT QD MODE FIELD   one median (iops, cpu, p50) of a row
 #   raw_headline NAME OUT LAT QD MODE   the "seed: NAME: ..." line, MODE against dsync and
 #                          the ceiling at LAT and QD
+# In the guest (raw_guest_lib): rounds (every QD and mode ROUNDS times), flushlat N (the flush
+# latency), seen LABEL (a "seen LABEL: ..." line: VWC, WCE, write_cache and the record).
 # Modes (the names in MODES):
 #   ceiling  --mode through --unsafe-through --qd N: no durability at all (plain O_DIRECT, no
 #            flush, no FUA): the limit a durable writer can approach
@@ -59,6 +61,10 @@ rounds() { # every QD, every mode, ROUNDS times; the order of the modes reversed
 			for m in $order; do b "$m" "$qd"; done
 		done
 	done
+}
+seen() { # LABEL: what the guest sees of the cache: VWC (Identify Controller), WCE (Get
+	# Features FID 06h), the kernel'"'"'s write_cache and the record'"'"'s reading of them
+	echo "seen $1: vwc=$(nvme id-ctrl /dev/nvme0 | awk "\$1 == \"vwc\" { print \$3 }") $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") write_cache=\"$(cat /sys/block/nvme0n1/queue/write_cache)\" $(wzero stat --json $dev | jq -r "\"record: cache \\(.cache.kernel) (kernel), \\(.cache.effective) (effective), flush needed \\(.cache.flush_needed)\"")"
 }
 flushlat() { # N: the flush latency, two ways: microseconds per fsync of the device (xfs_io
 	# with N + 1 fsyncs minus xfs_io with one: the mean, syscall included) and the median NVMe

@@ -34,9 +34,6 @@ MODES="ceiling dsync auto"
 LATENCIES=${LATENCIES:-"0.2ms 1ms 5ms"}
 # shellcheck disable=SC2016 # expanded in the guest
 guest='
-seen() {
-	echo "seen $1: vwc=$(nvme id-ctrl /dev/nvme0 | awk "\$1 == \"vwc\" { print \$3 }") $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") write_cache=\"$(cat /sys/block/nvme0n1/queue/write_cache)\" $(wzero stat --json $dev | jq -r "\"record: cache \\(.cache.effective), flush needed \\(.cache.flush_needed)\"")"
-}
 seen boot
 echo "write through" >/sys/block/nvme0n1/queue/write_cache
 seen "after sysfs"

@@ -40,8 +40,7 @@ LATENCIES=${LATENCIES:-"0.2ms 1ms 5ms"}
 # shellcheck disable=SC2016 # expanded in the guest
 guest='
 nvme set-feature /dev/nvme0 -f 6 -v 0 >/dev/null
-echo "seen vwc=$(nvme id-ctrl /dev/nvme0 | awk "\$1 == \"vwc\" { print \$3 }") $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") write_cache=\"$(cat /sys/block/nvme0n1/queue/write_cache)\""
-echo "seen record: $(wzero stat --json $dev | jq -r "\"cache \\(.cache.kernel) (kernel), \\(.cache.effective) (effective), flush needed \\(.cache.flush_needed)\"")"
+seen "WCE=0"
 flushlat 200
 rounds
 '

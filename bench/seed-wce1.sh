@@ -36,7 +36,7 @@ RAW_FUA_MARK="*"
 # shellcheck disable=SC2016 # expanded in the guest
 guest='
 nvme set-feature /dev/nvme0 -f 6 -v 1 >/dev/null
-echo "seen vwc=$(nvme id-ctrl /dev/nvme0 | awk "\$1 == \"vwc\" { print \$3 }") $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") write_cache=\"$(cat /sys/block/nvme0n1/queue/write_cache)\""
+seen "WCE=1"
 flushlat 200
 rounds
 '
