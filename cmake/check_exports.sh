@@ -28,7 +28,7 @@ if grep -v '@@WZERO_' "$tmp/exported.raw" >"$tmp/unversioned"; then
   cat "$tmp/unversioned" >&2
   exit 1
 fi
-sed -e 's/@@WZERO_[0-9.]*$//' "$tmp/exported.raw" | sort -u >"$tmp/exported"
+sed -e 's/@@WZERO_[A-Z_]*[0-9.]*$//' "$tmp/exported.raw" | sort -u >"$tmp/exported"
 
 status=0
 if ! comm -23 "$tmp/exported" "$tmp/listed" >"$tmp/extra" || [ -s "$tmp/extra" ]; then

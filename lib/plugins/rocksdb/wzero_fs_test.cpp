@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// The wzero FileSystem under a real RocksDB, in a scratch directory of the build tree: the
+// WAL is written extents with a zero tail while the database is open, a process that dies
+// without closing leaves that tail and every synced key is read back (strictest recovery
+// mode, also with recycled logs), and a clean close cuts the tail off.
+#include "wzero_fs.hpp"
+
+#include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/utilities/object_registry.h>
+
+#include <wzero/wzero.hpp>
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace wz::rocksdb_plugin {
+namespace {
+
+namespace rdb = ROCKSDB_NAMESPACE;
+namespace fs = std::filesystem;
+
+std::string scratch(const char* name) {
+    const fs::path dir = fs::path(WZERO_ROCKSDB_SCRATCH) / name;
+    fs::remove_all(dir);
+    fs::create_directories(dir.parent_path());
+    return dir.string();
+}
+
+std::vector<std::string> wals(const std::string& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const auto n = e.path().filename().string();
+        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".log") == 0) {
+            out.push_back(e.path().string());
+        }
+    }
+    return out;
+}
+
+// Holes or unwritten extents in the whole file.
+int not_written_extents(const std::string& path) {
+    auto m = wz::map_extents(path, 0, 0);
+    EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().message);
+    int n = 0;
+    if (m) {
+        for (const auto& e : *m) {
+            n += e.kind != "written" ? 1 : 0;
+        }
+    }
+    return n;
+}
+
+struct db_env {
+    std::shared_ptr<rdb::FileSystem> fs = std::make_shared<wzero_file_system>(rdb::FileSystem::Default());
+    std::unique_ptr<rdb::Env> env = rdb::NewCompositeEnv(fs);
+};
+
+rdb::Options options_on(rdb::Env* env, int recycle) {
+    rdb::Options o;
+    o.create_if_missing = true;
+    o.env = env;
+    o.recycle_log_file_num = static_cast<size_t>(recycle);
+    o.write_buffer_size = 4 << 20;  // a 4.4 MiB WAL preallocation block
+    o.avoid_flush_during_shutdown = true;
+    return o;
+}
+
+std::string key(int i) { return "key" + std::to_string(i); }
+
+// In a fresh process (no RocksDB thread pool inherited across fork): keys [first, first + n)
+// with sync=true, a memtable flush every `flush_every` keys, then death without a close.
+void write_and_die(const std::string& dir, int first, int n, int recycle, int flush_every,
+                   const char* then = "wzero") {
+    const std::string cmd = std::string(WZERO_ROCKSDB_ACKWRITER) + " " + dir + " " + std::to_string(first) + " " +
+                            std::to_string(n) + " " + std::to_string(recycle) + " " + std::to_string(flush_every) +
+                            " " + then + " >/dev/null";
+    const int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd << ": status " << st;
+}
+
+void expect_keys(const std::string& dir, int n, int recycle, rdb::WALRecoveryMode mode) {
+    db_env e;
+    auto o = options_on(e.env.get(), recycle);
+    o.wal_recovery_mode = mode;
+    o.paranoid_checks = true;
+    rdb::DB* db = nullptr;
+    const auto s = rdb::DB::Open(o, dir, &db);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    int found = 0;
+    for (int i = 0; i < n; ++i) {
+        std::string v;
+        if (db->Get(rdb::ReadOptions(), key(i), &v).ok() && v == std::string(100, static_cast<char>('a' + i % 26))) {
+            ++found;
+        }
+    }
+    EXPECT_EQ(found, n);
+    EXPECT_TRUE(db->Close().ok());
+    delete db;
+}
+
+TEST(RocksdbWzeroFs, RegisteredByName) {
+    // The registry route db_bench --fs_uri takes: plugin.cpp's initialiser, linked into this
+    // binary, ran before main().
+    std::shared_ptr<rdb::FileSystem> fs;
+    const auto s = rdb::FileSystem::CreateFromString(rdb::ConfigOptions(), "wzero", &fs);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_STREQ(fs->Name(), "wzero");
+}
+
+TEST(RocksdbWzeroFs, CrashLeavesAZeroTailThatRecoverySkips) {
+    const auto dir = scratch("crash");
+    write_and_die(dir, 0, 300, 0, 0);
+    const auto logs = wals(dir);
+    ASSERT_EQ(logs.size(), 1u);
+    struct ::stat st {};
+    ASSERT_EQ(::stat(logs[0].c_str(), &st), 0);
+    auto caps = wz::stat(logs[0]);
+    ASSERT_TRUE(caps.has_value());
+    if (!caps->fs || (caps->fs->type != "ext4" && caps->fs->type != "xfs")) {
+        GTEST_SKIP() << "the build tree is on " << (caps->fs ? caps->fs->type : "?") << ": the plugin leaves it alone";
+    }
+    // 300 records of ~130 bytes; the file is the preallocated block, written extents throughout.
+    EXPECT_GE(st.st_size, 4 << 20);
+    EXPECT_EQ(not_written_extents(logs[0]), 0);
+    expect_keys(dir, 300, 0, rdb::WALRecoveryMode::kAbsoluteConsistency);
+}
+
+// Recycled logs, closed cleanly. RocksDB 7.8.3 recycles only under kSkipAnyCorruptedRecords
+// (the writer sets it), and there its log::Reader loops for ever on the first record of an
+// older log (kOldRecord falls through to kBadRecord without consuming the record), so a
+// recycled log left by a process death cannot be recovered with RocksDB's own file system
+// either (wz_rocksdb_ackwriter ... posix, then a reopen: hangs). Not tested here for that reason.
+TEST(RocksdbWzeroFs, RecycledLogsReopen) {
+    const auto dir = scratch("recycle");
+    write_and_die(dir, 0, 400, 4, 100, "wzero close");  // four memtable flushes: logs recycled
+    expect_keys(dir, 400, 4, rdb::WALRecoveryMode::kSkipAnyCorruptedRecords);
+    write_and_die(dir, 400, 200, 4, 50, "wzero close");
+    expect_keys(dir, 600, 4, rdb::WALRecoveryMode::kSkipAnyCorruptedRecords);
+}
+
+TEST(RocksdbWzeroFs, CloseCutsTheTailOff) {
+    const auto dir = scratch("close");
+    db_env e;
+    rdb::DB* db = nullptr;
+    ASSERT_TRUE(rdb::DB::Open(options_on(e.env.get(), 0), dir, &db).ok());
+    rdb::WriteOptions w;
+    w.sync = true;
+    for (int i = 0; i < 50; ++i) {
+        ASSERT_TRUE(db->Put(w, key(i), "v").ok());
+    }
+    const auto logs = wals(dir);
+    ASSERT_EQ(logs.size(), 1u);
+    ASSERT_TRUE(db->Close().ok());
+    delete db;
+    struct ::stat st {};
+    ASSERT_EQ(::stat(logs[0].c_str(), &st), 0);
+    EXPECT_LT(st.st_size, 64 << 10);  // 50 small records, no zero tail
+}
+
+}  // namespace
+}  // namespace wz::rocksdb_plugin
