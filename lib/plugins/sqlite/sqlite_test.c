@@ -291,6 +291,53 @@ static void real_run(const char* extension, const char* dir) {
     sqlite3_close(db);
 }
 
+/* The database's POSIX locks survive the VFS's growth of the database. They belong to the
+ * process and inode, and closing any descriptor of the inode drops them all: a VFS that
+ * grew the database through a library that opens and closes descriptors of its own (wzero's
+ * reopen through /proc/self/fd) would leave this connection unlocked. In WAL mode an open
+ * connection holds a SHARED lock on the database file, so another process's switch back
+ * to journal_mode=DELETE (which needs EXCLUSIVE) must find it locked. The other process is
+ * Debian's sqlite3 shell, started after the database grew in this process. */
+static void lock_run(const char* dir) {
+    char db_path[4096], cmd[8400], out[512] = "";
+    sqlite3* db = NULL;
+    int chunk = 64 * 1024;
+    FILE* shell;
+    int status;
+    snprintf(db_path, sizeof db_path, "%s/locks.db", dir);
+    unlink(db_path); /* wz: ignored-error (a previous run's file) */
+    CHECK(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "wzero") == SQLITE_OK, "open %s",
+          db_path);
+    CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk) == SQLITE_OK, "chunk size");
+    exec_ok(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(v BLOB)");
+    for (int i = 0; i < 40; i++) {
+        exec_ok(db, "INSERT INTO t VALUES (randomblob(3000))");
+    }
+    {
+        char* before = text_of(db, "PRAGMA wzero_stats");
+        exec_ok(db, "PRAGMA wal_checkpoint(PASSIVE)"); /* SIZE_HINT: the database grows here */
+        char* after = text_of(db, "PRAGMA wzero_stats");
+        CHECK(before != NULL && after != NULL && stat_field(after, "grows") > stat_field(before, "grows"),
+              "the database grew in this process: %s -> %s", before != NULL ? before : "?",
+              after != NULL ? after : "?");
+        sqlite3_free(before);
+        sqlite3_free(after);
+    }
+    exec_ok(db, "SELECT count(*) FROM t");
+    snprintf(cmd, sizeof cmd, "sqlite3 -batch '%s' 'PRAGMA journal_mode=DELETE;' 2>&1", db_path);
+    shell = popen(cmd, "r");
+    CHECK(shell != NULL, "popen %s", cmd);
+    if (shell != NULL) {
+        const size_t n = fread(out, 1, sizeof out - 1, shell);
+        out[n] = 0;
+        status = pclose(shell);
+        CHECK(status != 0 && strstr(out, "locked") != NULL,
+              "another process switched the open WAL database to DELETE (our SHARED lock was lost): "
+              "exit %d, %s", status, out);
+    }
+    sqlite3_close(db);
+}
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s EXTENSION.so SCRATCH_DIR\n", argv[0]);
@@ -299,6 +346,7 @@ int main(int argc, char** argv) {
     policy_grow_target();
     policy_sync();
     real_run(argv[1], argv[2]);
+    lock_run(argv[2]);
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
