@@ -11,6 +11,8 @@ packages=(
 	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
 	# host tests
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
+	# the SQLite VFS (lib/plugins/sqlite) and its tests with Debian's own shell
+	libsqlite3-dev sqlite3
 	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest
 	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
 	# VM rig device model (vm/run --flush-latency): nbdkit + a filter built against its header

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy.h"
+
+uint64_t wzs_grow_target(uint64_t current_bytes, uint64_t end_bytes, uint64_t chunk_bytes) {
+    if (end_bytes <= current_bytes) {
+        return current_bytes;
+    }
+    if (chunk_bytes == 0 || end_bytes > UINT64_MAX - (chunk_bytes - 1)) {
+        return end_bytes;
+    }
+    return (end_bytes + chunk_bytes - 1) / chunk_bytes * chunk_bytes;
+}
+
+uint64_t wzs_chunk_bytes(int is_wal, int64_t app_chunk_bytes, uint64_t wal_chunk_bytes) {
+    if (app_chunk_bytes > 0) {
+        return (uint64_t)app_chunk_bytes;
+    }
+    return is_wal ? wal_chunk_bytes : 0;
+}
+
+enum wzs_sync_action wzs_sync_decide(const struct wzs_sync_facts* facts, const char** why) {
+    const char* reason = "writeback: write-through device, overwrite of durable written extents";
+    enum wzs_sync_action action = WZS_SYNC_WRITEBACK;
+    if (facts->cache_write_through != 1 || facts->flush_needed != 0) {
+        reason = "fdatasync: the device may hold the writes in a volatile cache (or the record does not know)";
+        action = WZS_SYNC_UNIX;
+    } else if (facts->file_bytes > facts->written_bytes) {
+        reason = "fdatasync: part of the file is not proven written extents (allocation or conversion to commit)";
+        action = WZS_SYNC_UNIX;
+    } else if (!facts->metadata_synced) {
+        reason = "fdatasync: the file grew or shrank since the last fdatasync (size and extents to commit)";
+        action = WZS_SYNC_UNIX;
+    }
+    if (why != 0) {
+        *why = reason;
+    }
+    return action;
+}

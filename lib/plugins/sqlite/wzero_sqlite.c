@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: MIT */
+/* wzero_sqlite: a loadable SQLite extension that registers the VFS "wzero", a shim over the
+ * default (unix) VFS. Files grow by written zeroes instead of holes or unwritten extents, and
+ * the WAL's xSync takes the cheapest durable path the capability record allows. Locking, the
+ * shared-memory WAL index, reads and SQLite's own writes are the unix VFS's, untouched.
+ *
+ *   sqlite3> .load ./wzero_sqlite
+ *   sqlite3> .open file:app.db?vfs=wzero
+ *   C:       sqlite3_open_v2("app.db", &db, flags, "wzero");
+ *
+ * The VFS is registered without becoming the default (opt in per connection, as the URI or
+ * sqlite3_open_v2 name it), and the extension stays loaded for the life of the process
+ * (SQLITE_OK_LOAD_PERMANENTLY): a VFS must outlive the connection that loaded it. */
+#define _GNU_SOURCE 1 /* fallocate, sync_file_range */
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+
+#include "policy.h"
+
+#include <wzero/wzero.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef FALLOC_FL_WRITE_ZEROES
+#define FALLOC_FL_WRITE_ZEROES 0x80 /* Linux 6.17; Debian 12's headers predate it */
+#endif
+
+enum wzs_kind { WZS_UNMANAGED = 0, WZS_MAIN_DB = 1, WZS_WAL = 2 };
+
+struct wzs_file {
+    sqlite3_file base;   /* pMethods: wzs_io_methods */
+    sqlite3_file* sub;   /* the unix VFS's file, stored right after this struct */
+    enum wzs_kind kind;
+    int fd;              /* the unix VFS's descriptor (never closed here); -1 when unmanaged */
+    const char* path;
+    uint64_t known_bytes;     /* the size after our last look or write */
+    uint64_t written_bytes;   /* [0, written_bytes) proven written extents */
+    uint64_t synced_bytes;    /* the size when our last fdatasync succeeded */
+    int metadata_synced;
+    int64_t app_chunk_bytes;  /* SQLITE_FCNTL_CHUNK_SIZE */
+    uint64_t wal_chunk_bytes;
+    int fast_sync_allowed;    /* URI wzero_sync=auto (default) or fdatasync */
+    int32_t cache_write_through, flush_needed;
+};
+
+/* Counters for PRAGMA wzero_stats (process-wide; the tests read them). */
+static struct {
+    uint64_t grows, grow_bytes, grow_failures, syncs_unix, syncs_writeback, unmanaged_opens;
+} wzs_stats;
+#define WZS_COUNT(field, n) __atomic_add_fetch(&wzs_stats.field, (n), __ATOMIC_RELAXED)
+
+static sqlite3_vfs* wzs_unix_vfs;
+
+static struct wzs_file* wzs(sqlite3_file* f) {
+    return (struct wzs_file*)f;
+}
+
+/* The unix VFS's descriptor for SUB. os_unix.c's unixFile has started with these four
+ * members since SQLite 3.7 (pMethod "always the first entry", pVfs, pInode, h). The layout
+ * is not API, so every field is checked: the methods and VFS pointers must be the ones we
+ * know, and the descriptor must be open read-write on the inode PATH names. Anything else
+ * leaves the file unmanaged (a plain unix file), which is always correct.
+ *
+ * Why not a descriptor of our own: POSIX record locks belong to the process and inode, and
+ * closing ANY descriptor of the inode drops all of them (os_unix.c's header comment). SQLite
+ * holds such locks on the database file, so nothing here may open and close the database's
+ * inode: neither wz_stat() nor wz_extend() (both reopen through /proc/self/fd) is called on
+ * it. The WAL file carries no POSIX locks (the WAL index locks are on -shm): wzero's calls
+ * are safe there. */
+struct wzs_unix_file_head {
+    const sqlite3_io_methods* pMethod;
+    sqlite3_vfs* pVfs;
+    void* pInode;
+    int h;
+};
+
+static int wzs_unix_fd(sqlite3_file* sub, const char* path) {
+    const struct wzs_unix_file_head* head = (const struct wzs_unix_file_head*)(void*)sub;
+    struct stat by_fd, by_name;
+    int fl;
+    if (head->pMethod != sub->pMethods || head->pVfs != wzs_unix_vfs || head->h < 0) {
+        return -1;
+    }
+    if (fstat(head->h, &by_fd) != 0 || stat(path, &by_name) != 0 || by_fd.st_dev != by_name.st_dev ||
+        by_fd.st_ino != by_name.st_ino || !S_ISREG(by_fd.st_mode)) {
+        return -1;
+    }
+    fl = fcntl(head->h, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND) != 0) {
+        return -1;
+    }
+    return head->h;
+}
+
+static int wzs_file_bytes(struct wzs_file* p, uint64_t* out) {
+    struct stat st;
+    if (fstat(p->fd, &st) != 0) {
+        return SQLITE_IOERR_FSTAT;
+    }
+    *out = (uint64_t)st.st_size;
+    return SQLITE_OK;
+}
+
+/* The database: grown on the unix VFS's own descriptor (see wzs_unix_fd for why not through
+ * wz_extend): FALLOC_FL_WRITE_ZEROES where the kernel offers it (written zeroes, Linux
+ * 6.17+), else zeroes written through the page cache, which the next fdatasync writes back
+ * as allocated, written blocks. */
+static int wzs_grow_db(struct wzs_file* p, uint64_t from, uint64_t to) {
+    static const char zeroes[65536];
+    uint64_t at = from;
+    if (fallocate(p->fd, FALLOC_FL_WRITE_ZEROES, (off_t)from, (off_t)(to - from)) == 0) {
+        return SQLITE_OK;
+    }
+    if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS) {
+        sqlite3_log(SQLITE_IOERR_WRITE, "wzero: fallocate(WRITE_ZEROES) %s [%llu, %llu): %s", p->path,
+                    (unsigned long long)from, (unsigned long long)to, strerror(errno));
+        return SQLITE_IOERR_WRITE;
+    }
+    while (at < to) {
+        const size_t n = (size_t)((to - at) < sizeof zeroes ? (to - at) : sizeof zeroes);
+        const ssize_t w = pwrite(p->fd, zeroes, n, (off_t)at);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            sqlite3_log(SQLITE_IOERR_WRITE, "wzero: write zeroes %s [%llu, %llu): %s", p->path,
+                        (unsigned long long)at, (unsigned long long)to, w < 0 ? strerror(errno) : "short write");
+            return errno == ENOSPC ? SQLITE_FULL : SQLITE_IOERR_WRITE;
+        }
+        at += (uint64_t)w;
+    }
+    return SQLITE_OK;
+}
+
+/* The WAL: wz_extend() (best method, verified written extents), not synced here: SQLite's
+ * xSync after the frames makes the new size and extents durable (an fdatasync, as
+ * metadata_synced is cleared). */
+static int wzs_grow_wal(struct wzs_file* p, uint64_t from, uint64_t to) {
+    struct wz_zero_opts opts;
+    int rc;
+    memset(&opts, 0, sizeof opts);
+    opts.size = sizeof opts;
+    opts.flags = WZ_ZERO_NO_SYNC;
+    opts.method = WZ_METHOD_AUTO;
+    opts.verify = WZ_VERIFY_EXTENTS;
+    rc = wz_extend(p->fd, to, &opts);
+    if (rc != 0) {
+        sqlite3_log(SQLITE_IOERR_WRITE, "wzero: %s", wz_last_error());
+        return rc == -ENOSPC ? SQLITE_FULL : SQLITE_IOERR_WRITE;
+    }
+    if (p->written_bytes >= from) {
+        p->written_bytes = to; /* verified: [from, to) written, and [0, from) was */
+    }
+    return SQLITE_OK;
+}
+
+/* Makes the file at least END bytes of written data or zeroes before SQLite writes
+ * [WRITE_AT, END) (WRITE_AT = END for a size hint). */
+static int wzs_grow(struct wzs_file* p, uint64_t write_at, uint64_t end) {
+    uint64_t now, target;
+    int rc;
+    if (end <= p->known_bytes) {
+        return SQLITE_OK;
+    }
+    /* Another connection (or process) may have grown the file since: decide on its size now.
+     * SQLite writes the WAL and the database only under its own write or checkpoint lock. */
+    if ((rc = wzs_file_bytes(p, &now)) != SQLITE_OK) {
+        return rc;
+    }
+    p->known_bytes = now;
+    target = wzs_grow_target(now, end, wzs_chunk_bytes(p->kind == WZS_WAL, p->app_chunk_bytes, p->wal_chunk_bytes));
+    /* Nothing to zero when the data itself is the growth: a write that starts at the end and
+     * no chunk beyond it. */
+    if (target <= now || (write_at <= now && target <= end)) {
+        return SQLITE_OK;
+    }
+    rc = p->kind == WZS_WAL ? wzs_grow_wal(p, now, target) : wzs_grow_db(p, now, target);
+    if (rc != SQLITE_OK) {
+        WZS_COUNT(grow_failures, 1);
+        return rc;
+    }
+    WZS_COUNT(grows, 1);
+    WZS_COUNT(grow_bytes, target - now);
+    p->known_bytes = target;
+    p->metadata_synced = 0;
+    return SQLITE_OK;
+}
+
+static int wzs_close(sqlite3_file* f) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xClose(p->sub);
+}
+
+static int wzs_read(sqlite3_file* f, void* buf, int amt, sqlite3_int64 ofst) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xRead(p->sub, buf, amt, ofst);
+}
+
+static int wzs_write(sqlite3_file* f, const void* buf, int amt, sqlite3_int64 ofst) {
+    struct wzs_file* p = wzs(f);
+    int rc;
+    if (p->kind != WZS_UNMANAGED && ofst >= 0 && amt > 0) {
+        const uint64_t end = (uint64_t)ofst + (uint64_t)amt;
+        if ((rc = wzs_grow(p, (uint64_t)ofst, end)) != SQLITE_OK) {
+            return rc;
+        }
+        rc = p->sub->pMethods->xWrite(p->sub, buf, amt, ofst);
+        if (rc == SQLITE_OK && end > p->known_bytes) {
+            p->known_bytes = end;
+            p->metadata_synced = 0;
+        }
+        return rc;
+    }
+    return p->sub->pMethods->xWrite(p->sub, buf, amt, ofst);
+}
+
+static int wzs_truncate(sqlite3_file* f, sqlite3_int64 size) {
+    struct wzs_file* p = wzs(f);
+    const int rc = p->sub->pMethods->xTruncate(p->sub, size);
+    if (p->kind != WZS_UNMANAGED) {
+        uint64_t now = 0;
+        /* The unix VFS rounds up to its chunk size: look at what it left. */
+        if (wzs_file_bytes(p, &now) == SQLITE_OK) {
+            p->known_bytes = now;
+            if (p->written_bytes > now) {
+                p->written_bytes = now;
+            }
+        }
+        p->metadata_synced = 0;
+    }
+    return rc;
+}
+
+static int wzs_sync(sqlite3_file* f, int flags) {
+    struct wzs_file* p = wzs(f);
+    int rc;
+    if (p->kind == WZS_WAL && p->fast_sync_allowed) {
+        struct wzs_sync_facts facts;
+        uint64_t now = 0;
+        if ((rc = wzs_file_bytes(p, &now)) != SQLITE_OK) {
+            return rc;
+        }
+        facts.cache_write_through = p->cache_write_through;
+        facts.flush_needed = p->flush_needed;
+        facts.file_bytes = now;
+        facts.written_bytes = p->written_bytes;
+        /* A size we did not see synced (another process grew or cut the file) is metadata
+         * that only an fdatasync commits. */
+        facts.metadata_synced = p->metadata_synced && now == p->synced_bytes;
+        if (wzs_sync_decide(&facts, NULL) == WZS_SYNC_WRITEBACK) {
+            if (sync_file_range(p->fd, 0, 0,
+                                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+                sqlite3_log(SQLITE_IOERR_FSYNC, "wzero: sync_file_range %s: %s", p->path, strerror(errno));
+                return SQLITE_IOERR_FSYNC;
+            }
+            WZS_COUNT(syncs_writeback, 1);
+            return SQLITE_OK;
+        }
+    }
+    rc = p->sub->pMethods->xSync(p->sub, flags);
+    if (p->kind != WZS_UNMANAGED) {
+        WZS_COUNT(syncs_unix, 1);
+        if (rc == SQLITE_OK) {
+            uint64_t now = 0;
+            if (wzs_file_bytes(p, &now) == SQLITE_OK) {
+                p->synced_bytes = now;
+                p->metadata_synced = 1;
+            }
+        }
+    }
+    return rc;
+}
+
+static int wzs_file_size(sqlite3_file* f, sqlite3_int64* size) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xFileSize(p->sub, size);
+}
+
+static int wzs_lock(sqlite3_file* f, int level) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xLock(p->sub, level);
+}
+
+static int wzs_unlock(sqlite3_file* f, int level) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xUnlock(p->sub, level);
+}
+
+static int wzs_check_reserved_lock(sqlite3_file* f, int* out) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xCheckReservedLock(p->sub, out);
+}
+
+static int wzs_file_control(sqlite3_file* f, int op, void* arg) {
+    struct wzs_file* p = wzs(f);
+    int rc;
+    switch (op) {
+    case SQLITE_FCNTL_CHUNK_SIZE:
+        if (p->kind != WZS_UNMANAGED) {
+            p->app_chunk_bytes = *(int*)arg;
+        }
+        break; /* and to the unix VFS, which rounds its truncations to the chunk */
+    case SQLITE_FCNTL_SIZE_HINT:
+        if (p->kind != WZS_UNMANAGED) {
+            const sqlite3_int64 hint = *(sqlite3_int64*)arg;
+            if (hint > 0 && (rc = wzs_grow(p, (uint64_t)hint, (uint64_t)hint)) != SQLITE_OK) {
+                return rc;
+            }
+        }
+        /* The unix VFS then finds the file long enough (nothing to fallocate) and only does
+         * its mmap bookkeeping. */
+        break;
+    case SQLITE_FCNTL_VFSNAME: {
+        char** out = (char**)arg;
+        char* below = NULL;
+        rc = p->sub->pMethods->xFileControl(p->sub, op, &below);
+        *out = sqlite3_mprintf("wzero/%z", below != NULL ? below : sqlite3_mprintf("unix"));
+        return SQLITE_OK;
+    }
+    case SQLITE_FCNTL_PRAGMA: {
+        char** args = (char**)arg;
+        if (sqlite3_stricmp(args[1], "wzero_stats") == 0) {
+            args[0] = sqlite3_mprintf("grows=%llu grow_bytes=%llu grow_failures=%llu syncs_unix=%llu "
+                                      "syncs_writeback=%llu unmanaged_opens=%llu",
+                                      (unsigned long long)wzs_stats.grows, (unsigned long long)wzs_stats.grow_bytes,
+                                      (unsigned long long)wzs_stats.grow_failures,
+                                      (unsigned long long)wzs_stats.syncs_unix,
+                                      (unsigned long long)wzs_stats.syncs_writeback,
+                                      (unsigned long long)wzs_stats.unmanaged_opens);
+            return SQLITE_OK;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return p->sub->pMethods->xFileControl(p->sub, op, arg);
+}
+
+static int wzs_sector_size(sqlite3_file* f) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xSectorSize(p->sub);
+}
+
+static int wzs_device_characteristics(sqlite3_file* f) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xDeviceCharacteristics(p->sub);
+}
+
+static int wzs_shm_map(sqlite3_file* f, int region, int size, int extend, void volatile** out) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xShmMap(p->sub, region, size, extend, out);
+}
+
+static int wzs_shm_lock(sqlite3_file* f, int offset, int n, int flags) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xShmLock(p->sub, offset, n, flags);
+}
+
+static void wzs_shm_barrier(sqlite3_file* f) {
+    struct wzs_file* p = wzs(f);
+    p->sub->pMethods->xShmBarrier(p->sub);
+}
+
+static int wzs_shm_unmap(sqlite3_file* f, int delete_flag) {
+    struct wzs_file* p = wzs(f);
+    return p->sub->pMethods->xShmUnmap(p->sub, delete_flag);
+}
+
+static int wzs_fetch(sqlite3_file* f, sqlite3_int64 ofst, int amt, void** out) {
+    struct wzs_file* p = wzs(f);
+    if (p->sub->pMethods->iVersion < 3) {
+        *out = NULL;
+        return SQLITE_OK;
+    }
+    return p->sub->pMethods->xFetch(p->sub, ofst, amt, out);
+}
+
+static int wzs_unfetch(sqlite3_file* f, sqlite3_int64 ofst, void* ptr) {
+    struct wzs_file* p = wzs(f);
+    if (p->sub->pMethods->iVersion < 3) {
+        return SQLITE_OK;
+    }
+    return p->sub->pMethods->xUnfetch(p->sub, ofst, ptr);
+}
+
+/* Version 2 (no xFetch) for a file whose unix methods lack the shm calls is not needed: the
+ * unix VFS's methods are all version 3. */
+static const sqlite3_io_methods wzs_io_methods = {
+    3,
+    wzs_close,
+    wzs_read,
+    wzs_write,
+    wzs_truncate,
+    wzs_sync,
+    wzs_file_size,
+    wzs_lock,
+    wzs_unlock,
+    wzs_check_reserved_lock,
+    wzs_file_control,
+    wzs_sector_size,
+    wzs_device_characteristics,
+    wzs_shm_map,
+    wzs_shm_lock,
+    wzs_shm_barrier,
+    wzs_shm_unmap,
+    wzs_fetch,
+    wzs_unfetch,
+};
+
+/* The sub-file starts at the first 16-byte boundary after our struct. */
+#define WZS_HEAD_BYTES ((sizeof(struct wzs_file) + 15u) & ~(size_t)15u)
+
+static int wzs_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
+    struct wzs_file* p = wzs(f);
+    int rc;
+    (void)vfs;
+    memset(p, 0, sizeof *p);
+    p->sub = (sqlite3_file*)(void*)((char*)f + WZS_HEAD_BYTES);
+    p->fd = -1;
+    rc = wzs_unix_vfs->xOpen(wzs_unix_vfs, name, p->sub, flags, out_flags);
+    if (rc != SQLITE_OK || p->sub->pMethods == NULL) {
+        p->base.pMethods = NULL; /* SQLite then does not call xClose */
+        if (rc == SQLITE_OK) {
+            rc = SQLITE_CANTOPEN;
+        }
+        return rc;
+    }
+    p->base.pMethods = &wzs_io_methods;
+    if (name == NULL || (flags & SQLITE_OPEN_READWRITE) == 0 ||
+        (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL)) == 0) {
+        return SQLITE_OK; /* journals, temporary files, read-only opens: plain unix files */
+    }
+    p->fd = wzs_unix_fd(p->sub, name);
+    if (p->fd < 0) {
+        WZS_COUNT(unmanaged_opens, 1);
+        sqlite3_log(SQLITE_NOTICE, "wzero: %s: the unix VFS's descriptor was not recognised; plain unix file",
+                    name);
+        return SQLITE_OK;
+    }
+    p->path = name;
+    p->kind = (flags & SQLITE_OPEN_WAL) != 0 ? WZS_WAL : WZS_MAIN_DB;
+    p->cache_write_through = WZ_UNKNOWN;
+    p->flush_needed = WZ_UNKNOWN;
+    p->wal_chunk_bytes = (uint64_t)sqlite3_uri_int64(name, "wzero_wal_chunk", WZS_DEFAULT_WAL_CHUNK_BYTES);
+    {
+        const char* mode = sqlite3_uri_parameter(name, "wzero_sync");
+        p->fast_sync_allowed = mode == NULL || sqlite3_stricmp(mode, "auto") == 0;
+    }
+    if (wzs_file_bytes(p, &p->known_bytes) != SQLITE_OK) {
+        p->kind = WZS_UNMANAGED;
+        return SQLITE_OK;
+    }
+    /* An empty file is trivially proven; a WAL found non-empty (left by a crash, or
+     * persistent) is not: its syncs stay fdatasync until it is cut and regrown. */
+    p->written_bytes = 0;
+    p->synced_bytes = p->known_bytes;
+    p->metadata_synced = 0;
+    if (p->kind == WZS_WAL) {
+        struct wz_caps caps;
+        memset(&caps, 0, sizeof caps);
+        caps.size = sizeof caps;
+        if (wz_stat(name, &caps) == 0) {
+            p->cache_write_through = caps.cache_effective == WZ_CACHE_WRITE_THROUGH ? 1
+                                     : caps.cache_effective == WZ_UNKNOWN           ? WZ_UNKNOWN
+                                                                                    : 0;
+            p->flush_needed = caps.flush_needed;
+        } else {
+            sqlite3_log(SQLITE_NOTICE, "wzero: %s (syncs stay fdatasync)", wz_last_error());
+        }
+    }
+    return SQLITE_OK;
+}
+
+static int wzs_delete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
+    (void)vfs;
+    return wzs_unix_vfs->xDelete(wzs_unix_vfs, name, sync_dir);
+}
+
+static int wzs_access(sqlite3_vfs* vfs, const char* name, int flags, int* out) {
+    (void)vfs;
+    return wzs_unix_vfs->xAccess(wzs_unix_vfs, name, flags, out);
+}
+
+static int wzs_full_pathname(sqlite3_vfs* vfs, const char* name, int n, char* out) {
+    (void)vfs;
+    return wzs_unix_vfs->xFullPathname(wzs_unix_vfs, name, n, out);
+}
+
+static void* wzs_dl_open(sqlite3_vfs* vfs, const char* name) {
+    (void)vfs;
+    return wzs_unix_vfs->xDlOpen(wzs_unix_vfs, name);
+}
+
+static void wzs_dl_error(sqlite3_vfs* vfs, int n, char* out) {
+    (void)vfs;
+    wzs_unix_vfs->xDlError(wzs_unix_vfs, n, out);
+}
+
+static void (*wzs_dl_sym(sqlite3_vfs* vfs, void* handle, const char* sym))(void) {
+    (void)vfs;
+    return wzs_unix_vfs->xDlSym(wzs_unix_vfs, handle, sym);
+}
+
+static void wzs_dl_close(sqlite3_vfs* vfs, void* handle) {
+    (void)vfs;
+    wzs_unix_vfs->xDlClose(wzs_unix_vfs, handle);
+}
+
+static int wzs_randomness(sqlite3_vfs* vfs, int n, char* out) {
+    (void)vfs;
+    return wzs_unix_vfs->xRandomness(wzs_unix_vfs, n, out);
+}
+
+static int wzs_sleep(sqlite3_vfs* vfs, int us) {
+    (void)vfs;
+    return wzs_unix_vfs->xSleep(wzs_unix_vfs, us);
+}
+
+static int wzs_current_time(sqlite3_vfs* vfs, double* out) {
+    (void)vfs;
+    return wzs_unix_vfs->xCurrentTime(wzs_unix_vfs, out);
+}
+
+static int wzs_get_last_error(sqlite3_vfs* vfs, int n, char* out) {
+    (void)vfs;
+    return wzs_unix_vfs->xGetLastError(wzs_unix_vfs, n, out);
+}
+
+static int wzs_current_time_int64(sqlite3_vfs* vfs, sqlite3_int64* out) {
+    (void)vfs;
+    return wzs_unix_vfs->xCurrentTimeInt64(wzs_unix_vfs, out);
+}
+
+static sqlite3_vfs wzs_vfs = {
+    2,    /* iVersion: xCurrentTimeInt64; the system-call overrides (v3) stay the unix VFS's */
+    0,    /* szOsFile: set at registration */
+    0,    /* mxPathname: the unix VFS's */
+    NULL, /* pNext */
+    "wzero",
+    NULL, /* pAppData */
+    wzs_open,
+    wzs_delete,
+    wzs_access,
+    wzs_full_pathname,
+    wzs_dl_open,
+    wzs_dl_error,
+    wzs_dl_sym,
+    wzs_dl_close,
+    wzs_randomness,
+    wzs_sleep,
+    wzs_current_time,
+    wzs_get_last_error,
+    wzs_current_time_int64,
+    NULL,
+    NULL,
+    NULL,
+};
+
+#ifdef __cplusplus
+extern "C"
+#endif
+    __attribute__((visibility("default"))) int
+    sqlite3_wzerosqlite_init(sqlite3* db, char** err, const sqlite3_api_routines* api) {
+    int rc;
+    (void)db;
+    SQLITE_EXTENSION_INIT2(api);
+    if (sqlite3_vfs_find("wzero") == &wzs_vfs) {
+        return SQLITE_OK_LOAD_PERMANENTLY; /* loaded again by another connection */
+    }
+    wzs_unix_vfs = sqlite3_vfs_find(NULL);
+    if (wzs_unix_vfs == NULL || strncmp(wzs_unix_vfs->zName, "unix", 4) != 0 || wzs_unix_vfs->iVersion < 2) {
+        *err = sqlite3_mprintf("wzero: the default VFS is %s, not a unix VFS",
+                               wzs_unix_vfs != NULL ? wzs_unix_vfs->zName : "missing");
+        return SQLITE_ERROR;
+    }
+    wzs_vfs.szOsFile = (int)WZS_HEAD_BYTES + wzs_unix_vfs->szOsFile;
+    wzs_vfs.mxPathname = wzs_unix_vfs->mxPathname;
+    rc = sqlite3_vfs_register(&wzs_vfs, 0);
+    return rc == SQLITE_OK ? SQLITE_OK_LOAD_PERMANENTLY : rc;
+}
