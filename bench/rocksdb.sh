@@ -38,19 +38,23 @@
 # ops/s is db_bench's own figure for the benchmark phase.
 # Last lines: one per experiment, "rocksdb: PLACE BENCH VARIANT: wzero X.XXx of stock, ...".
 #   bench/rocksdb.sh [--quick] [host|vm|all]   (root; default all)
-#   env OPS_HOST (4000), ROUNDS_HOST (5), OPS_VM (1500), ROUNDS_VM (3), VM_CONFS ("ext4 xfs
+#   bench/rocksdb.sh --table FILE               the tables again from a run's raw lines
+#   env RDB_RAW=FILE keeps the raw lines ("run ...", "base ...", "seen ...") in FILE
+#   env OPS_HOST (4000), ROUNDS_HOST (9), OPS_VM (1500), ROUNDS_VM (3), VM_CONFS ("ext4 xfs
 #   ext4-wce0"); --quick: 400 and 160 ops, one round (a smoke run, not a measurement)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 plugin=$repo/build/lib/plugins/rocksdb/libwzero_rocksdb.so
 quick=
+from=
 if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+if [ "${1:-}" = --table ]; then from=${2:?--table FILE}; set -- none; fi
 where=${1:-all}
-case $where in host | vm | all) ;; *) echo "usage: bench/rocksdb.sh [--quick] [host|vm|all]" >&2; exit 2 ;; esac
+case $where in host | vm | all | none) ;; *) echo "usage: bench/rocksdb.sh [--quick] [host|vm|all] | --table FILE" >&2; exit 2 ;; esac
 [ -f "$plugin" ] || { echo "bench/rocksdb.sh: build first ($plugin missing)" >&2; exit 1; }
 command -v db_bench >/dev/null || { echo "bench/rocksdb.sh: db_bench missing (rocksdb-tools)" >&2; exit 1; }
 OPS_HOST=${OPS_HOST:-4000}
-ROUNDS_HOST=${ROUNDS_HOST:-5}
+ROUNDS_HOST=${ROUNDS_HOST:-9}
 OPS_VM=${OPS_VM:-1500}
 ROUNDS_VM=${ROUNDS_VM:-3}
 VM_CONFS=${VM_CONFS:-"ext4 xfs ext4-wce0"}
@@ -230,18 +234,23 @@ case $where in
 host) run_host ;;
 vm) run_vm ;;
 all) run_host; run_vm ;;
+none) cp "$from" "$out" ;;
 esac
+if [ -n "${RDB_RAW:-}" ] && [ -z "$from" ]; then cp "$out" "$RDB_RAW"; fi
 
 # --- the tables: medians of ops/s; counts summed over the rounds, per operation ---
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ops_median() { awk -v p="$1" -v b="$2" -v v="$3" -v i="$4" '$1 == "run" && $2 == p && $3 == b && $4 == v && $5 == i { print $6 }' "$out" | median; }
 reuse_median() { awk -v p="$1" -v b="$2" -v v="$3" -v i="$4" '$1 == "run" && $2 == p && $3 == b && $4 == v && $5 == i { print $14 }' "$out" | median; }
-# flushes/op FUA/op KiB-written/op KiB-zeroed/op ("-" where the place cannot count it)
+# flushes/op FUA/op KiB-written/op KiB-zeroed/op net-KiB-written/op ("-" where the place
+# cannot count it; net: less the bytes of the place's one-write process, per run)
 per_op() {
-	awk -v p="$1" -v b="$2" -v v="$3" -v i="$4" '$1 == "run" && $2 == p && $3 == b && $4 == v && $5 == i {
-		n += $7; fl += $10; fu += $9; wb += $12; zb += $13; if ($9 == "-") nofua = 1; if ($13 == "-") nozero = 1 }
+	awk -v p="$1" -v b="$2" -v v="$3" -v i="$4" '$1 == "base" && $2 == p && $3 == i { base = $10 }
+		$1 == "run" && $2 == p && $3 == b && $4 == v && $5 == i {
+		r++; n += $7; fl += $10; fu += $9; wb += $12; zb += $13; if ($9 == "-") nofua = 1; if ($13 == "-") nozero = 1 }
 		END { if (n == 0) n = 1
-			printf "%.2f %s %.1f %s", fl / n, nofua ? "-" : sprintf("%.2f", fu / n), wb / n / 1024, nozero ? "-" : sprintf("%.1f", zb / n / 1024) }' "$out"
+			printf "%.2f %s %.1f %s %.1f", fl / n, nofua ? "-" : sprintf("%.2f", fu / n), wb / n / 1024,
+				nozero ? "-" : sprintf("%.1f", zb / n / 1024), (wb - r * base) / n / 1024 }' "$out"
 }
 echo
 echo "db_bench (Debian rocksdb-tools 7.8.3), stock POSIX file system vs --fs_uri=wzero; ops/s: median"
@@ -253,8 +262,9 @@ grep '^seen ' "$out" | sed 's/^seen /the guest saw: /' || true # wz: ignored-err
 echo "what one db_bench process costs whatever it writes (fillsync --writes=1, plain):"
 awk '$1 == "base" { printf "  %-15s %-6s %5d flushes, %6.0f KiB written, %6.0f KiB zeroed\n", $2, $3, $8, $10 / 1024, ($11 == "-") ? 0 : $11 / 1024 }' "$out"
 echo "reuse = WALs taken from the recycle list per run (RocksDB's LOG), median, stock/wzero"
-printf '%-15s %-11s %-7s %9s %9s %6s %9s %9s %8s %8s %9s %9s %8s %8s %5s\n' place bench variant \
-	"stock/s" "wzero/s" "x" "st fl/op" "wz fl/op" "st FUA" "wz FUA" "st KiB/op" "wz KiB/op" "st zKiB" "wz zKiB" reuse
+echo "KiB/op: data written at the device per op; net: the same less the one-write process's"
+printf '%-15s %-11s %-7s %8s %8s %6s %8s %8s %7s %7s %8s %8s %7s %7s %7s %7s %5s\n' place bench variant \
+	"stock/s" "wzero/s" "x" "st fl/op" "wz fl/op" "st FUA" "wz FUA" "st KiB" "wz KiB" "st net" "wz net" "st zKiB" "wz zKiB" reuse
 summary=()
 while read -r p; do
 	for b in $BENCHES; do
@@ -262,12 +272,12 @@ while read -r p; do
 			s=$(ops_median "$p" "$b" "$v" stock)
 			w=$(ops_median "$p" "$b" "$v" wzero)
 			if [ -z "$s" ] || [ -z "$w" ]; then continue; fi
-			read -r sfl sfu swb szb <<<"$(per_op "$p" "$b" "$v" stock)"
-			read -r wfl wfu wwb wzb <<<"$(per_op "$p" "$b" "$v" wzero)"
+			read -r sfl sfu swb szb snet <<<"$(per_op "$p" "$b" "$v" stock)"
+			read -r wfl wfu wwb wzb wnet <<<"$(per_op "$p" "$b" "$v" wzero)"
 			x=$(awk -v s="$s" -v w="$w" 'BEGIN { printf "%.2f", w / s }')
 			reuse="$(reuse_median "$p" "$b" "$v" stock)/$(reuse_median "$p" "$b" "$v" wzero)"
-			printf '%-15s %-11s %-7s %9.0f %9.0f %5sx %9s %9s %8s %8s %9s %9s %8s %8s %5s\n' "$p" "$b" "$v" "$s" "$w" "$x" \
-				"$sfl" "$wfl" "$sfu" "$wfu" "$swb" "$wwb" "$szb" "$wzb" "$reuse"
+			printf '%-15s %-11s %-7s %8.0f %8.0f %5sx %8s %8s %7s %7s %8s %8s %7s %7s %7s %7s %5s\n' "$p" "$b" "$v" "$s" "$w" "$x" \
+				"$sfl" "$wfl" "$sfu" "$wfu" "$swb" "$wwb" "$snet" "$wnet" "$szb" "$wzb" "$reuse"
 			summary+=("rocksdb: $p $b $v: wzero ${x}x of stock ($(printf '%.0f' "$w") vs $(printf '%.0f' "$s") ops/s), device flushes/op $wfl vs $sfl")
 		done
 	done

@@ -21,19 +21,15 @@
 #          (fstests/common/devcount): flushes, FUA writes, bytes written, bytes zeroed.
 # Last lines: one per experiment, "sqlite: PLACE: wzero X.XXx of stock, ...".
 #   bench/sqlite.sh [ROWS] [ROUNDS]         (root; defaults 2000 rows, 5 rounds)
-#   bench/sqlite.sh --vm [ROWS] [ROUNDS]    (defaults 1000 rows, 3 rounds; env VM_CONFS,
-#                                            default "ext4 xfs ext4-wce0")
+#   bench/sqlite.sh --vm [ROWS] [ROUNDS]    (the same defaults; env VM_CONFS, default
+#                                            "ext4 xfs ext4-wce0")
+#   bench/sqlite.sh [--vm] 100 1            a smoke run
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 vm=
 if [ "${1:-}" = --vm ]; then vm=1; shift; fi
-if [ -n "$vm" ]; then
-	rows=${1:-1000}
-	rounds=${2:-3}
-else
-	rows=${1:-2000}
-	rounds=${2:-5}
-fi
+rows=${1:-2000}
+rounds=${2:-5}
 VM_CONFS=${VM_CONFS:-"ext4 xfs ext4-wce0"}
 ext=$repo/build/lib/plugins/sqlite/wzero_sqlite.so
 [ -f "$ext" ] || { echo "bench/sqlite.sh: build first ($ext missing)" >&2; exit 1; }
