@@ -19,7 +19,7 @@
 #          bench/seed-wce0.sh; the record then says no flush is needed and the VFS syncs the
 #          WAL with sync_file_range). Counts from the guest NVMe driver's trace
 #          (fstests/common/devcount): flushes, FUA writes, bytes written, bytes zeroed.
-# Last lines: one per experiment, "sqlite: PLACE: wzero X.XXx of stock, ...".
+# Last lines: one per experiment, "sqlite: PLACE ROWS rows: wzero X.XXx of stock, ...".
 #   bench/sqlite.sh [ROWS] [ROUNDS]         (root; defaults 2000 rows, 5 rounds)
 #   bench/sqlite.sh --vm [ROWS] [ROUNDS]    (the same defaults; env VM_CONFS, default
 #                                            "ext4 xfs ext4-wce0")
@@ -159,7 +159,9 @@ fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # tx/s median; per transaction: flushes, FUA, KiB written, KiB zeroed ("-": not counted here)
-tps() { awk -v p="$1" -v v="$2" -v n="$rows" '$1 == "run" && $2 == p && $3 == v { printf "%.1f\n", n / ($4 / 1e6) }' "$out" | median; }
+tps_all() { awk -v p="$1" -v v="$2" -v n="$rows" '$1 == "run" && $2 == p && $3 == v { printf "%.1f\n", n / ($4 / 1e6) }' "$out"; }
+tps() { tps_all "$@" | median; }
+tps_range() { tps_all "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f..%.0f", lo, hi }'; }
 per_tx() {
 	awk -v p="$1" -v v="$2" -v rows="$rows" '$1 == "run" && $2 == p && $3 == v {
 		n += rows; fu += $6; fl += $7; wb += $9; zb += $10; if ($6 == "-") nofua = 1; if ($10 == "-") nozero = 1 }
@@ -172,7 +174,7 @@ echo "bytes, $rows per round, fresh database per round, median of $rounds rounds
 echo "commands summed over the rounds / transactions (host: loop device, no FUA count, zeroes"
 echo "counted as written; vm: guest NVMe driver trace)"
 grep '^seen ' "$out" | sed 's/^seen /the guest saw: /' || true # wz: ignored-error (host: none)
-printf '%-14s %-6s %10s %6s %8s %8s %9s %9s\n' place vfs "tx/s" "x" "fl/tx" "FUA/tx" "KiB/tx" "zKiB/tx"
+printf '%-14s %-6s %10s %11s %6s %8s %8s %9s %9s\n' place vfs "tx/s" "min..max" "x" "fl/tx" "FUA/tx" "KiB/tx" "zKiB/tx"
 summary=()
 while read -r p; do
 	s=$(tps "$p" stock)
@@ -180,9 +182,9 @@ while read -r p; do
 	x=$(awk -v s="$s" -v w="$w" 'BEGIN { printf "%.2f", w / s }')
 	read -r sfl sfu swb szb <<<"$(per_tx "$p" stock)"
 	read -r wfl wfu wwb wzb <<<"$(per_tx "$p" wzero)"
-	printf '%-14s %-6s %10s %6s %8s %8s %9s %9s\n' "$p" stock "$s" "" "$sfl" "$sfu" "$swb" "$szb"
-	printf '%-14s %-6s %10s %5sx %8s %8s %9s %9s\n' "$p" wzero "$w" "$x" "$wfl" "$wfu" "$wwb" "$wzb"
-	summary+=("sqlite: $p: wzero ${x}x of stock ($w vs $s tx/s), device flushes/tx $wfl vs $sfl")
+	printf '%-14s %-6s %10s %11s %6s %8s %8s %9s %9s\n' "$p" stock "$s" "$(tps_range "$p" stock)" "" "$sfl" "$sfu" "$swb" "$szb"
+	printf '%-14s %-6s %10s %11s %5sx %8s %8s %9s %9s\n' "$p" wzero "$w" "$(tps_range "$p" wzero)" "$x" "$wfl" "$wfu" "$wwb" "$wzb"
+	summary+=("sqlite: $p $rows rows: wzero ${x}x of stock ($w vs $s tx/s), device flushes/tx $wfl vs $sfl")
 done < <(awk '$1 == "run" && !s[$2]++ { print $2 }' "$out")
 echo
 printf '%s\n' "${summary[@]}"
