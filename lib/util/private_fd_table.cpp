@@ -4,9 +4,13 @@
 #include "util/signal_free_thread.hpp"
 
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -111,6 +115,92 @@ void private_fd_table::on_caller(const std::function<void()>& fn) {
     if (fn_error) {
         std::rethrow_exception(fn_error);
     }
+}
+
+result<fd_passage> fd_passage::make(std::string_view what) {
+    int sv[2] = {-1, -1};
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        const int err = errno;
+        return make_error_msg(err, std::string(what) + ": socketpair (to carry descriptors out of the call's own "
+                                                       "descriptor table): " +
+                                       errno_text(err));
+    }
+    fd_passage p;
+    p.send_.reset(sv[0]);
+    p.receive_.reset(sv[1]);
+    return p;
+}
+
+result<std::vector<int>> fd_passage::carry(private_fd_table& table, const std::vector<int>& fds,
+                                           std::string_view what) {
+    if (fds.empty()) {
+        return std::vector<int>{};
+    }
+    constexpr std::size_t max_fds = 8;
+    if (fds.size() > max_fds) {
+        return make_error_msg(EINVAL, std::string(what) + ": more than 8 descriptors to carry");
+    }
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * max_fds)];
+        struct cmsghdr align;
+    } control{};
+    char byte = 0;
+    ::iovec iov{&byte, 1};
+    ::msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.buf;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    if (::sendmsg(send_.get(), &msg, MSG_NOSIGNAL) != 1) {
+        const int err = errno;
+        return make_error_msg(err, std::string(what) + ": sendmsg SCM_RIGHTS: " + errno_text(err));
+    }
+    std::vector<int> out;
+    int err = 0;
+    std::string problem;
+    table.on_caller([&] {
+        union {
+            char buf[CMSG_SPACE(sizeof(int) * max_fds)];
+            struct cmsghdr align;
+        } in{};
+        char b = 0;
+        ::iovec v{&b, 1};
+        ::msghdr m{};
+        m.msg_iov = &v;
+        m.msg_iovlen = 1;
+        m.msg_control = in.buf;
+        m.msg_controllen = sizeof in.buf;
+        if (::recvmsg(receive_.get(), &m, MSG_CMSG_CLOEXEC) != 1) {
+            err = errno;
+            problem = "recvmsg: " + errno_text(err);
+            return;
+        }
+        for (cmsghdr* h = CMSG_FIRSTHDR(&m); h != nullptr; h = CMSG_NXTHDR(&m, h)) {
+            if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+                const std::size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                out.resize(n);
+                std::memcpy(out.data(), CMSG_DATA(h), n * sizeof(int));
+            }
+        }
+        if ((m.msg_flags & MSG_CTRUNC) != 0 || out.size() != fds.size()) {
+            // RLIMIT_NOFILE: the kernel installed what fit (or nothing).
+            for (int fd : out) {
+                (void)::close(fd);  // wz: ignored-error (nothing to report beyond EMFILE)
+            }
+            out.clear();
+            err = EMFILE;
+            problem = "recvmsg SCM_RIGHTS: not every descriptor could be received (RLIMIT_NOFILE?)";
+        }
+    });
+    if (err != 0) {
+        return make_error_msg(err, std::string(what) + ": " + problem);
+    }
+    return out;
 }
 
 preallocate_options progress_on_caller(const preallocate_options& options, private_fd_table& table) {
