@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -21,6 +22,7 @@ namespace wz {
 
 namespace {
 thread_local bool private_table = false;
+std::atomic<bool> in_place_always{false};
 }  // namespace
 
 struct private_fd_table::shared {
@@ -34,8 +36,10 @@ struct private_fd_table::shared {
 
 bool private_fd_table::active() noexcept { return private_table; }
 
+void private_fd_table::process_takes_no_posix_locks() noexcept { in_place_always.store(true); }
+
 int private_fd_table::run(const std::function<void()>& body) {
-    if (private_table) {
+    if (private_table || in_place_always.load(std::memory_order_relaxed)) {
         body();
         return 0;
     }

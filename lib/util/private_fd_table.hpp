@@ -5,7 +5,7 @@
 // inode, and closing ANY descriptor of a file in the process drops all of them: close(2)
 // calls locks_remove_posix() with the process's file table as the owner (fs/file.c
 // filp_close; fs/locks.c removes the locks of that owner only). The library reopens the
-// caller's file through /proc/self/fd (O_DIRECT data writes and verification reads), probes
+// caller's file through /proc/thread-self/fd (O_DIRECT data writes, verification reads), probes
 // open files by path, and closes those descriptors before it returns: done in the process's
 // table, each close would silently unlock a database that locks its file this way (SQLite).
 //
@@ -40,6 +40,12 @@ class private_fd_table {
 public:
     // True on a thread that runs in a table of its own: calls made from there run in place.
     [[nodiscard]] static bool active() noexcept;
+
+    // For a program that never takes POSIX record locks (the wzero CLI, at its start): every
+    // call then runs in place, on the caller's thread and in the process's table, as before
+    // this existed; the program keeps its single-threaded signal handling (host/024 stops a
+    // run with SIGSTOP/SIGCONT steps around its SIGTERM handler). Not for a library user.
+    static void process_takes_no_posix_locks() noexcept;
 
     // Runs `body` on a new thread with its own descriptor table (in place when active());
     // meanwhile the calling thread runs what the body hands to on_caller(). Exceptions of
