@@ -8,6 +8,7 @@
 #include "probe/file_kind.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
+#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
@@ -107,16 +108,14 @@ int rename_noreplace(int dir, const std::string& from, const std::string& to) {
     return 0;
 }
 
-}  // namespace
-
-status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
-                  preallocate_report* report) {
+status zero_range_here(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+                       preallocate_report* report) {
     preallocate_report partial;
     auto r = preallocate(fd, self_fd_name(fd), offset, length, options, &partial);
     return finish(std::move(r), partial, report);
 }
 
-status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
+status extend_here(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
     const std::string path = self_fd_name(fd);
     const std::string what = fmt::format("extend {} to {} bytes", path, new_size);
     struct ::stat st {};
@@ -149,11 +148,11 @@ status extend(int fd, std::uint64_t new_size, const preallocate_options& options
         }
         return {};
     }
-    return zero_range(fd, size, new_size - size, options, report);
+    return zero_range_here(fd, size, new_size - size, options, report);
 }
 
-status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
-              preallocate_report* report) {
+status rezero_here(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+                   preallocate_report* report) {
     const std::string path = self_fd_name(fd);
     const std::string what = fmt::format("rezero {} [offset {}, length {}]", path, offset, length);
     struct ::stat st {};
@@ -219,8 +218,8 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
     return finish(std::move(r), partial, report);
 }
 
-status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
-                     const preallocate_options& options, preallocate_report* report) {
+status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+                          const preallocate_options& options, preallocate_report* report) {
     unique_fd dir(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) {
         const int err = errno;
@@ -345,6 +344,42 @@ status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mod
         *report = std::move(rep);
     }
     return {};
+}
+
+}  // namespace
+
+// Each call reopens and closes descriptors of the caller's file (O_DIRECT writes, verification
+// reads, probes): in a table of their own (util/private_fd_table.hpp), so that the process
+// keeps the POSIX locks it holds on the file (SQLite's). Progress still runs on the caller.
+status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+                  preallocate_report* report) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<status>(fmt::format("zero_range {}", self_fd_name(fd)), table,
+                                       [&] { return zero_range_here(fd, offset, length, o, report); });
+}
+
+status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<status>(fmt::format("extend {} to {} bytes", self_fd_name(fd), new_size), table,
+                                       [&] { return extend_here(fd, new_size, o, report); });
+}
+
+status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+              preallocate_report* report) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<status>(fmt::format("rezero {}", self_fd_name(fd)), table,
+                                       [&] { return rezero_here(fd, offset, length, o, report); });
+}
+
+status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+                     const preallocate_options& options, preallocate_report* report) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<status>(fmt::format("create {}", name), table,
+                                       [&] { return create_zeroed_here(dirfd, name, size, mode, o, report); });
 }
 
 }  // namespace wz

@@ -7,6 +7,7 @@
 #include "probe/file_kind.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
+#include "util/private_fd_table.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -14,8 +15,12 @@
 
 namespace wz {
 
-status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                   const std::function<status(const mapped_extent&)>& on_extent) {
+namespace {
+
+// The walk, on the thread with its own descriptor table; each batch goes to `on_batch` (which
+// runs the caller's callback on the caller's thread).
+status map_extents_here(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                        const std::function<status(const std::vector<mapped_extent>&)>& on_batch) {
     auto t = target::open_with_record(path, offset, length);
     if (!t) {
         return t.error();
@@ -38,6 +43,7 @@ status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t 
     // One batch of 512 extents (about 20 KiB) at a time: nothing here grows with the file.
     extent::walker walk(fd.get(), path, offset, length, 512, true);
     std::vector<extent::extent> batch;
+    std::vector<mapped_extent> out;
     mapped_extent m;
     while (true) {
         auto more = walk.next(batch);
@@ -47,6 +53,7 @@ status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t 
         if (!*more) {
             return {};
         }
+        out.clear();
         for (const auto& e : batch) {
             m = mapped_extent{};
             m.offset = e.offset;
@@ -61,11 +68,35 @@ status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t 
                     m.dealloc_aligned = plan::dealloc_aligned(geo, *m.lba, m.nlb);
                 }
             }
-            if (auto s = on_extent(m); !s.ok()) {
-                return s;
-            }
+            out.push_back(m);
+        }
+        if (auto s = on_batch(out); !s.ok()) {
+            return s;
         }
     }
+}
+
+}  // namespace
+
+// The file is opened by PATH and closed: in a table of its own (util/private_fd_table.hpp), so
+// that the process keeps its POSIX locks on it. `on_extent` runs on the caller's thread, one
+// batch at a time.
+status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                   const std::function<status(const mapped_extent&)>& on_extent) {
+    private_fd_table table;
+    return in_private_fd_table<status>(fmt::format("map {}", path), table, [&] {
+        return map_extents_here(path, offset, length, [&](const std::vector<mapped_extent>& extents) {
+            status s;
+            table.on_caller([&] {
+                for (const mapped_extent& e : extents) {
+                    if (s = on_extent(e); !s.ok()) {
+                        return;
+                    }
+                }
+            });
+            return s;
+        });
+    });
 }
 
 result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length) {

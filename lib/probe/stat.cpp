@@ -12,6 +12,7 @@
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
 #include "util/errors.hpp"
+#include "util/private_fd_table.hpp"
 #include "util/privilege.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
@@ -89,9 +90,7 @@ std::optional<dev_t> data_device(const struct ::statx& stx, const std::optional<
     return std::nullopt;
 }
 
-}  // namespace
-
-result<capabilities> stat(int fd, const std::string& path, const stat_options& options) {
+result<capabilities> stat_here(int fd, const std::string& path, const stat_options& options) {
     struct ::statx stx {};
     if (::statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN, &stx) != 0) {
         return make_error("statx", path, errno);
@@ -196,7 +195,7 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
     return caps;
 }
 
-result<capabilities> stat(const std::string& path, const stat_options& options) {
+result<capabilities> stat_here(const std::string& path, const stat_options& options) {
     // O_PATH first: statx on it tells the type without opening a FIFO (which would block)
     // or a device we were not asked to touch.
     unique_fd probe(::open(path.c_str(), O_PATH | O_CLOEXEC));
@@ -209,14 +208,28 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
     }
     const file_kind kind = file_kind_of(stx.stx_mode);
     if (kind != file_kind::regular && kind != file_kind::block) {
-        return stat(probe.get(), path, options);  // reports the type error
+        return stat_here(probe.get(), path, options);  // reports the type error
     }
     // The inode just checked, not the name again (it may have been swapped since).
     unique_fd fd = reopen_self(probe.get(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (!fd) {
         return make_error("open", path, errno);
     }
-    return stat(fd.get(), path, options);
+    return stat_here(fd.get(), path, options);
+}
+
+}  // namespace
+
+// The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors): in
+// a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.
+result<capabilities> stat(int fd, const std::string& path, const stat_options& options) {
+    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path),
+                                                     [&] { return stat_here(fd, path, options); });
+}
+
+result<capabilities> stat(const std::string& path, const stat_options& options) {
+    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path),
+                                                     [&] { return stat_here(path, options); });
 }
 
 const char* to_string(zero_method m) noexcept {

@@ -11,7 +11,9 @@
 
 namespace wz {
 
-std::string self_fd_path(int fd) { return fmt::format("/proc/self/fd/{}", fd); }
+// /proc/thread-self, not /proc/self: /proc/self/fd is the thread group leader's table, and a
+// call running in a table of its own (util/private_fd_table.hpp) opens descriptors there only.
+std::string self_fd_path(int fd) { return fmt::format("/proc/thread-self/fd/{}", fd); }
 
 std::string self_fd_name(int fd) {
     char buf[PATH_MAX];

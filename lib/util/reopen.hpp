@@ -2,7 +2,7 @@
 #pragma once
 
 // Opening again the file a descriptor refers to, with other flags (O_DIRECT, read-write, an
-// exclusive claim), through /proc/self/fd/N: the same inode even when its name has been
+// exclusive claim), through /proc/thread-self/fd/N: the same inode even when its name has been
 // swapped or unlinked since, which a second open by name cannot promise. Works on O_PATH
 // descriptors too, which is how probe/target.hpp turns a checked O_PATH handle into an open
 // file.
@@ -13,10 +13,10 @@
 
 namespace wz {
 
-// "/proc/self/fd/N", for messages that say what was reopened.
+// "/proc/thread-self/fd/N", for messages that say what was reopened.
 [[nodiscard]] std::string self_fd_path(int fd);
 
-// The name FD refers to now (the /proc/self/fd link), for messages only: never opened again
+// The name FD refers to now (the /proc/thread-self/fd link), for messages only: never opened again
 // by it; "descriptor N" when the link cannot be read (a descriptor that is not open).
 [[nodiscard]] std::string self_fd_name(int fd);
 

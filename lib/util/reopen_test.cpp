@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// util/reopen: the one /proc/self/fd reopen.
+// util/reopen: the one /proc/thread-self/fd reopen.
 
 #include "util/reopen.hpp"
 
@@ -64,7 +64,7 @@ TEST(reopen_self, errors_as_open) {
     errno = 0;
     EXPECT_FALSE(reopen_self(spare, O_RDONLY));
     EXPECT_EQ(errno, ENOENT);
-    EXPECT_EQ(self_fd_path(7), "/proc/self/fd/7");
+    EXPECT_EQ(self_fd_path(7), "/proc/thread-self/fd/7");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "probe/target.hpp"
 #include "util/aligned_buffer.hpp"
 #include "util/errors.hpp"
+#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
@@ -184,8 +185,10 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
 
 }  // namespace zero_check
 
-result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                  verify_mode mode) {
+namespace {
+
+result<preallocate_report> verify_here(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       verify_mode mode) {
     auto t = target::open_with_record(path, offset, length);
     if (!t) {
         return t.error();
@@ -202,6 +205,16 @@ result<preallocate_report> verify(const std::string& path, std::uint64_t offset,
         return std::move(e).error();
     }
     return rep;
+}
+
+}  // namespace
+
+// Opens PATH and reopens it O_DIRECT: in a table of its own (util/private_fd_table.hpp), so
+// that the process keeps its POSIX locks on the file.
+result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                  verify_mode mode) {
+    return in_private_fd_table<result<preallocate_report>>(fmt::format("verify {}", path),
+                                                           [&] { return verify_here(path, offset, length, mode); });
 }
 
 }  // namespace wz

@@ -13,6 +13,7 @@
 #include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
+#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
@@ -469,11 +470,9 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     return p;
 }
 
-}  // namespace
-
-result<writer> writer::open(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                            const writer_options& options) {
-    auto p = std::make_unique<impl>();
+result<std::unique_ptr<writer::impl>> open_path_here(const std::string& path, std::uint64_t offset,
+                                                     std::uint64_t length, const writer_options& options) {
+    auto p = std::make_unique<writer::impl>();
     p->path = path;
     p->offset = offset;
     p->length = length;
@@ -492,16 +491,12 @@ result<writer> writer::open(const std::string& path, std::uint64_t offset, std::
     if (!probe) {
         return make_error("open for writing", path, errno);
     }
-    auto r = open_on(std::move(p), std::move(probe));
-    if (!r) {
-        return r.error();
-    }
-    return writer(std::move(*r));
+    return open_on(std::move(p), std::move(probe));
 }
 
-result<writer> writer::open(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
-                            const writer_options& options) {
-    auto p = std::make_unique<impl>();
+result<std::unique_ptr<writer::impl>> open_fd_here(int fd, const std::string& path, std::uint64_t offset,
+                                                   std::uint64_t length, const writer_options& options) {
+    auto p = std::make_unique<writer::impl>();
     p->path = path;
     p->offset = offset;
     p->length = length;
@@ -559,7 +554,69 @@ result<writer> writer::open(int fd, const std::string& path, std::uint64_t offse
             return make_error_msg(EBUSY, fmt::format("writer {}: the block device is mounted at {}", path, at));
         }
     }
-    auto r = open_on(std::move(p), std::move(probe));
+    return open_on(std::move(p), std::move(probe));
+}
+
+// The writer's descriptors, made in the call's own table, installed in the process's: its
+// writes run on the caller's threads. Only a writer that opened carries any, so a failed open
+// closed everything in the call's table, and the process kept its POSIX locks.
+status adopt_in_caller(writer::impl& w, private_fd_table& table, fd_passage& passage) {
+    std::vector<unique_fd*> slots;
+    std::vector<int> fds;
+    for (unique_fd* f : {&w.origin, &w.fd, &w.char_fd}) {
+        if (*f) {
+            slots.push_back(f);
+            fds.push_back(f->get());
+        }
+    }
+    auto moved = passage.carry(table, fds, fmt::format("writer {}", w.path));
+    if (!moved) {
+        return std::move(moved).error();
+    }
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        *slots[i] = unique_fd((*moved)[i]);  // closes the call table's own: no lock of the process's
+    }
+    return {};
+}
+
+// Both forms open, probe and close descriptors of the file in a table of their own (see
+// util/private_fd_table.hpp), so that opening a writer keeps the process's POSIX locks.
+result<std::unique_ptr<writer::impl>> open_in_private_table(const std::string& path,
+                                     const std::function<result<std::unique_ptr<writer::impl>>()>& open_here) {
+    const std::string what = fmt::format("writer {}", path);
+    auto passage = fd_passage::make(what);
+    if (!passage) {
+        return passage.error();
+    }
+    private_fd_table table;
+    auto r = in_private_fd_table<result<std::unique_ptr<writer::impl>>>(
+        what, table, [&]() -> result<std::unique_ptr<writer::impl>> {
+            auto p = open_here();
+            if (!p) {
+                return p;
+            }
+            if (auto s = adopt_in_caller(**p, table, *passage); !s.ok()) {
+                return std::move(s).error();
+            }
+            return p;
+        });
+    return r;
+}
+
+}  // namespace
+
+result<writer> writer::open(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                            const writer_options& options) {
+    auto r = open_in_private_table(path, [&] { return open_path_here(path, offset, length, options); });
+    if (!r) {
+        return r.error();
+    }
+    return writer(std::move(*r));
+}
+
+result<writer> writer::open(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                            const writer_options& options) {
+    auto r = open_in_private_table(path, [&] { return open_fd_here(fd, path, offset, length, options); });
     if (!r) {
         return r.error();
     }
@@ -698,6 +755,11 @@ status writer::refresh() {
     }
     w.reset_async();  // the next submit() sets up an engine for the new mode
     if ((w.mode == durability_mode::dsync) != (before == durability_mode::dsync) || w.nvme_fua || w.nvme_flush) {
+        // A file's descriptor is kept (see `retired`): a regular file reopens only when the
+        // mode moves in or out of dsync, so they add up only with such changes.
+        if (file_kind_of(w.caps) == file_kind::regular) {
+            w.retired.push_back(std::move(w.fd));
+        }
         w.fd.reset();
         w.char_fd.reset();
         return w.open_fds();

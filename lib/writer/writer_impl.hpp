@@ -140,6 +140,10 @@ struct writer::impl {
     // The checked inode: open(path)'s descriptor (O_EXCL for a block device) or a duplicate
     // of the caller's descriptor.
     unique_fd origin;
+    // Descriptors of a regular file that refresh() replaced: kept until the writer closes.
+    // Closing any descriptor of the file releases every POSIX record lock the process holds
+    // on it (fcntl(2)); open() does its closing in a table of its own (adopt_in_caller).
+    std::vector<unique_fd> retired;
     std::uint64_t offset = 0, length = 0;
     writer_options options;
     capabilities caps;

@@ -11,6 +11,7 @@
 #include "probe/target.hpp"
 #include "util/aligned_buffer.hpp"
 #include "util/errors.hpp"
+#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 #include "verify/verify.hpp"
@@ -777,8 +778,11 @@ void runner::cut_back(std::uint64_t size_before) {
 
 }  // namespace
 
-result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                       const preallocate_options& options, preallocate_report* partial) {
+namespace {
+
+result<preallocate_report> preallocate_here(int fd, const std::string& path, std::uint64_t offset,
+                                            std::uint64_t length, const preallocate_options& options,
+                                            preallocate_report* partial) {
     preallocate_report rep;
     runner r(fd, path, offset, length, options, rep);
     auto st = r.run();
@@ -791,8 +795,8 @@ result<preallocate_report> preallocate(int fd, const std::string& path, std::uin
     return rep;
 }
 
-result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                       const preallocate_options& options, preallocate_report* partial) {
+result<preallocate_report> preallocate_here(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                            const preallocate_options& options, preallocate_report* partial) {
     // Opened once and decided on the descriptor (probe/target.hpp): a block device is
     // claimed exclusively on the inode that was checked, a missing name is created with
     // O_EXCL, and nothing is ever opened by the same name twice.
@@ -828,7 +832,7 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
             preallocate_options preview = options;
             preview.dry_run = true;
             preallocate_report rep;
-            auto r = preallocate(tmp.get(), path, offset, length, preview, &rep);
+            auto r = preallocate_here(tmp.get(), path, offset, length, preview, &rep);
             rep.decisions.insert(rep.decisions.begin(),
                                  fmt::format("create: {} does not exist; {} (mode 0644 less the umask)", path,
                                              options.dry_run ? "it would be created" : "creating it"));
@@ -848,7 +852,7 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
             return t.error();
         }
     }
-    auto r = preallocate(t->fd.get(), path, offset, length, options, partial);
+    auto r = preallocate_here(t->fd.get(), path, offset, length, options, partial);
     if (!r && t->created) {
         // A file this run created is removed on any failure: it leaves nothing behind.
         const int rc = target::remove_created(*t);
@@ -862,6 +866,26 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
         return make_error("close", path, -c);
     }
     return r;
+}
+
+}  // namespace
+
+// Both forms reopen and close descriptors of the file: in a table of their own (see
+// util/private_fd_table.hpp), so that the process keeps its POSIX locks on it.
+result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       const preallocate_options& options, preallocate_report* partial) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<result<preallocate_report>>(
+        fmt::format("preallocate {}", path), table, [&] { return preallocate_here(fd, path, offset, length, o, partial); });
+}
+
+result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       const preallocate_options& options, preallocate_report* partial) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<result<preallocate_report>>(
+        fmt::format("preallocate {}", path), table, [&] { return preallocate_here(path, offset, length, o, partial); });
 }
 
 }  // namespace wz

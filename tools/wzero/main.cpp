@@ -5,6 +5,7 @@
 
 #include "io/engine_select.hpp"
 #include "util/errors.hpp"
+#include "util/private_fd_table.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -211,6 +212,9 @@ int main(int argc, char** argv) {
     // action kills the process with no word said. Ignored, the call fails with EFBIG instead,
     // and the error names the path, the operation and the range like any other.
     (void)std::signal(SIGXFSZ, SIG_IGN);  // wz: ignored-error (SIG_ERR only for an invalid signal)
+    // This process takes no POSIX record locks, so closing its descriptors unlocks nothing:
+    // the library's calls run on this thread, in its own table (util/private_fd_table.hpp).
+    wz::private_fd_table::process_takes_no_posix_locks();
     int status = wzcli::exit_failure;
     try {
         status = run(argc, argv);

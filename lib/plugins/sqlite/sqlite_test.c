@@ -292,9 +292,10 @@ static void real_run(const char* extension, const char* dir) {
 }
 
 /* The database's POSIX locks survive the VFS's growth of the database. They belong to the
- * process and inode, and closing any descriptor of the inode drops them all: a VFS that
- * grew the database through a library that opens and closes descriptors of its own (wzero's
- * reopen through /proc/self/fd) would leave this connection unlocked. In WAL mode an open
+ * process and inode, and closing any descriptor of the inode in the process drops them all;
+ * the VFS grows the database through wz_extend, which opens and closes descriptors of its
+ * own (the O_DIRECT reopen, the probes): before libwzero closed them in a descriptor table of
+ * their own, this connection was left unlocked (shown by turning that off). In WAL mode an open
  * connection holds a SHARED lock on the database file, so another process's switch back
  * to journal_mode=DELETE (which needs EXCLUSIVE) must find it locked. The other process is
  * Debian's sqlite3 shell, started after the database grew in this process. */

@@ -11,7 +11,7 @@
  * The VFS is registered without becoming the default (opt in per connection, as the URI or
  * sqlite3_open_v2 name it), and the extension stays loaded for the life of the process
  * (SQLITE_OK_LOAD_PERMANENTLY): a VFS must outlive the connection that loaded it. */
-#define _GNU_SOURCE 1 /* fallocate, sync_file_range */
+#define _GNU_SOURCE 1 /* sync_file_range */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
@@ -25,10 +25,6 @@ SQLITE_EXTENSION_INIT1
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef FALLOC_FL_WRITE_ZEROES
-#define FALLOC_FL_WRITE_ZEROES 0x80 /* Linux 6.17; Debian 12's headers predate it */
-#endif
 
 enum wzs_kind { WZS_UNMANAGED = 0, WZS_MAIN_DB = 1, WZS_WAL = 2 };
 
@@ -67,11 +63,11 @@ static struct wzs_file* wzs(sqlite3_file* f) {
  * leaves the file unmanaged (a plain unix file), which is always correct.
  *
  * Why not a descriptor of our own: POSIX record locks belong to the process and inode, and
- * closing ANY descriptor of the inode drops all of them (os_unix.c's header comment). SQLite
- * holds such locks on the database file, so nothing here may open and close the database's
- * inode: neither wz_stat() nor wz_extend() (both reopen through /proc/self/fd) is called on
- * it. The WAL file carries no POSIX locks (the WAL index locks are on -shm): wzero's calls
- * are safe there. */
+ * closing ANY descriptor of the inode in the process drops all of them (os_unix.c's header
+ * comment). SQLite holds such locks on the database file, so nothing here opens or closes
+ * the database's inode itself. libwzero's calls (wz_extend, wz_stat) may: they open and
+ * close their descriptors in a descriptor table of their own, which keeps the process's
+ * locks (ctest sqlite.vfs checks it). */
 struct wzs_unix_file_head {
     const sqlite3_io_methods* pMethod;
     sqlite3_vfs* pVfs;
@@ -106,41 +102,13 @@ static int wzs_file_bytes(struct wzs_file* p, uint64_t* out) {
     return SQLITE_OK;
 }
 
-/* The database: grown on the unix VFS's own descriptor (see wzs_unix_fd for why not through
- * wz_extend): FALLOC_FL_WRITE_ZEROES where the kernel offers it (written zeroes, Linux
- * 6.17+), else zeroes written through the page cache, which the next fdatasync writes back
- * as allocated, written blocks. */
-static int wzs_grow_db(struct wzs_file* p, uint64_t from, uint64_t to) {
-    static const char zeroes[65536];
-    uint64_t at = from;
-    if (fallocate(p->fd, FALLOC_FL_WRITE_ZEROES, (off_t)from, (off_t)(to - from)) == 0) {
-        return SQLITE_OK;
-    }
-    if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS) {
-        sqlite3_log(SQLITE_IOERR_WRITE, "wzero: fallocate(WRITE_ZEROES) %s [%llu, %llu): %s", p->path,
-                    (unsigned long long)from, (unsigned long long)to, strerror(errno));
-        return SQLITE_IOERR_WRITE;
-    }
-    while (at < to) {
-        const size_t n = (size_t)((to - at) < sizeof zeroes ? (to - at) : sizeof zeroes);
-        const ssize_t w = pwrite(p->fd, zeroes, n, (off_t)at);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            sqlite3_log(SQLITE_IOERR_WRITE, "wzero: write zeroes %s [%llu, %llu): %s", p->path,
-                        (unsigned long long)at, (unsigned long long)to, w < 0 ? strerror(errno) : "short write");
-            return errno == ENOSPC ? SQLITE_FULL : SQLITE_IOERR_WRITE;
-        }
-        at += (uint64_t)w;
-    }
-    return SQLITE_OK;
-}
-
-/* The WAL: wz_extend() (best method, verified written extents), not synced here: SQLite's
- * xSync after the frames makes the new size and extents durable (an fdatasync, as
- * metadata_synced is cleared). */
-static int wzs_grow_wal(struct wzs_file* p, uint64_t from, uint64_t to) {
+/* The database and the WAL alike: wz_extend() on the unix VFS's own descriptor (best method,
+ * verified written extents), not synced here: SQLite's xSync after the writes makes the new
+ * size and extents durable (an fdatasync, as metadata_synced is cleared). The database's
+ * POSIX locks survive it: libwzero opens and closes its further descriptors of the file (the
+ * O_DIRECT reopen, the probes) in a descriptor table of their own, never the process's
+ * (libwzero(3), "POSIX record locks"). */
+static int wzs_grow_zeroes(struct wzs_file* p, uint64_t from, uint64_t to) {
     struct wz_zero_opts opts;
     int rc;
     memset(&opts, 0, sizeof opts);
@@ -179,7 +147,7 @@ static int wzs_grow(struct wzs_file* p, uint64_t write_at, uint64_t end) {
     if (target <= now || (write_at <= now && target <= end)) {
         return SQLITE_OK;
     }
-    rc = p->kind == WZS_WAL ? wzs_grow_wal(p, now, target) : wzs_grow_db(p, now, target);
+    rc = wzs_grow_zeroes(p, now, target);
     if (rc != SQLITE_OK) {
         WZS_COUNT(grow_failures, 1);
         return rc;

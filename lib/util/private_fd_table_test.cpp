@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// util/private_fd_table: a call's descriptors live in a table of its own, its callbacks run on
+// the caller's thread. (That the process keeps its POSIX locks through every public call is
+// wzero_posix_locks_test's, ctest posix_locks.)
+
+#include "util/private_fd_table.hpp"
+
+#include "testing/scratch_dir.hpp"
+#include "util/reopen.hpp"
+#include "util/unique_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace wz {
+namespace {
+
+TEST(private_fd_table, descriptors_opened_by_the_body_are_not_the_callers) {
+    testing::scratch_dir dir;
+    const std::string path = (dir.path() / "f").string();
+    unique_fd caller(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    ASSERT_TRUE(caller);
+    int opened = -1;
+    struct ::stat in_body {};
+    bool reopened = false;
+    private_fd_table table;
+    ASSERT_EQ(table.run([&] {
+        EXPECT_TRUE(private_fd_table::active());
+        // The caller's descriptor is there under its number (the table is a copy) ...
+        EXPECT_EQ(::fstat(caller.get(), &in_body), 0);
+        // ... and /proc/thread-self/fd reopens what this table holds.
+        unique_fd r = reopen_self(caller.get(), O_RDONLY);
+        reopened = static_cast<bool>(r);
+        opened = r.release();  // left open: the table goes with the thread
+    }),
+              0);
+    EXPECT_FALSE(private_fd_table::active());
+    ASSERT_TRUE(reopened);
+    ASSERT_GE(opened, 0);
+    // Not open in the caller's table (or, if the number is taken there, another file).
+    struct ::stat here {};
+    if (::fstat(opened, &here) == 0) {
+        EXPECT_FALSE(here.st_ino == in_body.st_ino && here.st_dev == in_body.st_dev);
+    } else {
+        EXPECT_EQ(errno, EBADF);
+    }
+}
+
+TEST(private_fd_table, on_caller_runs_on_the_calling_thread_and_nested_runs_in_place) {
+    const std::thread::id me = std::this_thread::get_id();
+    std::thread::id body_thread, relayed_thread, nested_thread;
+    private_fd_table table;
+    ASSERT_EQ(table.run([&] {
+        body_thread = std::this_thread::get_id();
+        table.on_caller([&] { relayed_thread = std::this_thread::get_id(); });
+        private_fd_table inner;
+        EXPECT_EQ(inner.run([&] { nested_thread = std::this_thread::get_id(); }), 0);
+    }),
+              0);
+    EXPECT_NE(body_thread, me);
+    EXPECT_EQ(relayed_thread, me);
+    EXPECT_EQ(nested_thread, body_thread);
+}
+
+TEST(private_fd_table, exceptions_reach_the_caller) {
+    private_fd_table table;
+    EXPECT_THROW((void)table.run([] { throw std::runtime_error("body"); }), std::runtime_error);
+    private_fd_table relay;
+    EXPECT_THROW((void)relay.run([&] { relay.on_caller([] { throw std::invalid_argument("callback"); }); }),
+                 std::invalid_argument);
+}
+
+TEST(private_fd_table, progress_of_a_public_call_runs_on_the_caller) {
+    testing::scratch_dir dir;
+    const std::string path = (dir.path() / "g").string();
+    unique_fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    const std::thread::id me = std::this_thread::get_id();
+    int calls = 0, elsewhere = 0;
+    preallocate_options o;
+    o.method = method_request::write;
+    o.on_progress = [&](const progress_info&) {
+        ++calls;
+        elsewhere += std::this_thread::get_id() != me ? 1 : 0;
+    };
+    ASSERT_TRUE(extend(fd.get(), 8 << 20, o).ok());
+    EXPECT_GT(calls, 0);
+    EXPECT_EQ(elsewhere, 0);
+}
+
+}  // namespace
+}  // namespace wz
