@@ -85,18 +85,12 @@ sq_guest='
 set -euo pipefail
 . /wz/fstests/common/devcount
 devcount_init
-lbs=$(cat /sys/block/nvme0n1/queue/logical_block_size)
 count_begin() { devcount_begin; }
-# writes fua flushes zeroes write-bytes zero-bytes (nvme_setup_cmd: len is 0-based blocks)
+# writes fua flushes zeroes write-bytes zero-bytes
 count_end() {
 	local c
 	c=$(devcount_end)
-	echo "$(sed "s/[a-z]*=//g" <<<"$c") $(awk -v b="$lbs" "
-		/ nvme_setup_cmd: / && (/disk=nvme0n1,/ || /disk=nvme0c0n1,/) && match(\$0, /len=[0-9]+/) {
-			n = (substr(\$0, RSTART + 4, RLENGTH - 4) + 1) * b
-			if (/cmd=\\(nvme_cmd_write_zeroes/) z += n; else if (/cmd=\\(nvme_cmd_write /) w += n
-		}
-		END { printf \"%d %d\", w, z }" "$DEVCOUNT_TRACEFS/trace")"
+	echo "$(sed "s/[a-z]*=//g" <<<"$c") $(devcount_bytes)"
 }
 mkdir -p /mnt/sq
 wce=1
