@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// wz_rocksdb_ackwriter DIR FIRST COUNT RECYCLE FLUSH_EVERY [FS [close]]
+// wz_rocksdb_ackwriter DIR FIRST COUNT RECYCLE FLUSH_EVERY [FS [close|nosync]]
 // Opens the RocksDB database DIR on the file system RocksDB's registry gives for FS ("wzero",
 // the default; "posix": RocksDB's own, the control),
 // writes keys FIRST .. FIRST+COUNT-1 with sync=true, printing "ack N" once each is
 // acknowledged, flushes the memtable every FLUSH_EVERY keys (0: never; new WALs, recycled ones
 // with RECYCLE > 0, under kSkipAnyCorruptedRecords), then exits without closing anything (a process death, for the recovery
-// checks) unless "close" is given. For the unit tests and the crash tests: a fresh process, so
+// checks) unless "close" is given. "nosync": the crash tests' control, a writer that
+// acknowledges what it has not made durable: sync=false and manual_wal_flush, so the WAL
+// records since the last memtable flush stay in RocksDB's own buffer (a process death loses
+// them) and reach at most the page cache (a power cut loses them). For the unit tests and the crash tests: a fresh process, so
 // that no RocksDB thread pool is inherited across fork().
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
@@ -26,7 +29,7 @@ extern "C" int wzero_rocksdb_register(rdb::ObjectLibrary& library, const std::st
 
 int main(int argc, char** argv) {
     if (argc < 6) {
-        std::fprintf(stderr, "usage: %s DIR FIRST COUNT RECYCLE FLUSH_EVERY [wzero|posix [close]]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s DIR FIRST COUNT RECYCLE FLUSH_EVERY [wzero|posix [close|nosync]]\n", argv[0]);
         return 1;
     }
     const std::string dir = argv[1];
@@ -36,6 +39,11 @@ int main(int argc, char** argv) {
     const long flush_every = std::strtol(argv[5], nullptr, 10);
     const std::string fs_name = argc > 6 ? argv[6] : "wzero";
     const bool close = argc > 7 && std::strcmp(argv[7], "close") == 0;
+    const bool nosync = argc > 7 && std::strcmp(argv[7], "nosync") == 0;
+    if (argc > 7 && !close && !nosync) {
+        std::fprintf(stderr, "%s: unknown mode '%s' (close or nosync)\n", argv[0], argv[7]);
+        return 1;
+    }
 
     // The link-time route (plugin.cpp): the registrar into a registry of our own, not the
     // default library the loader filled.
@@ -61,13 +69,14 @@ int main(int argc, char** argv) {
     }
     o.write_buffer_size = 4 << 20;  // a 4.4 MiB WAL preallocation block
     o.avoid_flush_during_shutdown = true;
+    o.manual_wal_flush = nosync;
     rdb::DB* db = nullptr;
     if (auto s = rdb::DB::Open(o, dir, &db); !s.ok()) {
         std::fprintf(stderr, "open %s: %s\n", dir.c_str(), s.ToString().c_str());
         return 1;
     }
     rdb::WriteOptions w;
-    w.sync = true;
+    w.sync = !nosync;
     for (long i = first; i < first + count; ++i) {
         const std::string key = "key" + std::to_string(i);
         const std::string value(100, static_cast<char>('a' + i % 26));
