@@ -121,6 +121,20 @@ struct counts {
     std::string thread_names;
 };
 
+counts count_self();
+
+// count_self() once the threads are back to BASE's number, or after 1 s: a thread the library
+// joined may still be listed in /proc/self/task for a moment (the kernel finishes its exit
+// after pthread_join returned). A leaked thread is still there a second later.
+counts settled_count(const counts& base) {
+    counts c = count_self();
+    for (int i = 0; i < 100 && c.threads > base.threads; ++i) {
+        ::usleep(10000);
+        c = count_self();
+    }
+    return c;
+}
+
 counts count_self() {
     counts c;
     if (DIR* d = ::opendir("/proc/self/fd")) {
@@ -588,7 +602,7 @@ int main(int argc, char** argv) {
             run_writer(st, iter);
         }
         if (iter == 1) {
-            after_first = count_self();
+            after_first = settled_count(at_start);
             for (const auto& call : st.order) {
                 if (!opt.disappear) {
                     std::printf("%s\n", st.first_outcome[call].c_str());
@@ -601,7 +615,7 @@ int main(int argc, char** argv) {
             st.round_failures = 0;
         }
     }
-    const counts at_end = count_self();
+    const counts at_end = settled_count(after_first);
     std::fprintf(stderr, "iterations %u; slowest call %.3f s (%s)\n", opt.iterations, st.max_seconds, st.slowest.c_str());
     std::fprintf(stderr, "fds %d/%d/%d, io_uring rings %d/%d/%d, threads %d/%d/%d (start/after 1/end)\n",
                  at_start.fds, after_first.fds, at_end.fds, at_start.rings, after_first.rings, at_end.rings,

@@ -3,13 +3,16 @@
 
 #include "util/signal_free_thread.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -22,6 +25,25 @@ namespace wz {
 
 namespace {
 thread_local bool private_table = false;
+
+// close_range(2) is Linux 5.9+: before it, every descriptor of the (private) table by
+// number, up to the highest one /proc lists.
+void close_all_fallback() noexcept {
+    int highest = -1;
+    if (DIR* d = ::opendir("/proc/thread-self/fd")) {
+        const int own = ::dirfd(d);
+        while (const dirent* e = ::readdir(d)) {
+            const int fd = std::atoi(e->d_name);
+            if (e->d_name[0] != '.' && fd != own && fd > highest) {
+                highest = fd;
+            }
+        }
+        ::closedir(d);
+    }
+    for (int fd = 0; fd <= highest; ++fd) {
+        (void)::close(fd);  // wz: ignored-error (a private copy being emptied; EBADF for gaps)
+    }
+}
 std::atomic<bool> in_place_always{false};
 }  // namespace
 
@@ -60,6 +82,14 @@ int private_fd_table::run(const std::function<void()>& body) {
                     body();
                 } catch (...) {
                     body_error = std::current_exception();
+                }
+                // Empty the copy before the caller goes on: the kernel releases a dying
+                // thread's table (exit_files) only after pthread_join has returned, and until
+                // then it holds a reference to every file the process had open (a caller's
+                // close would not be the last: umount busy, a pipe without EOF). These closes
+                // name the copy as the owner, so they drop no POSIX lock of the process.
+                if (::syscall(SYS_close_range, 0U, ~0U, 0U) != 0) {
+                    close_all_fallback();
                 }
             }
             std::lock_guard lock(s.mutex);

@@ -23,6 +23,24 @@
 namespace wz {
 namespace {
 
+// When run() returns, the call's copy of the table holds no file any more: the caller's close
+// of a pipe's write end is the last one, and the read end sees EOF at once (the kernel would
+// release a dying thread's table only after pthread_join returned). Many rounds: the window
+// is short.
+TEST(private_fd_table, no_file_is_held_once_run_returns) {
+    for (int round = 0; round < 200; ++round) {
+        int p[2] = {-1, -1};
+        ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        unique_fd r(p[0]);
+        unique_fd w(p[1]);
+        private_fd_table table;
+        ASSERT_EQ(table.run([] {}), 0);
+        w.reset();
+        char c = 0;
+        ASSERT_EQ(::read(r.get(), &c, 1), 0) << "round " << round << ": no EOF, errno " << errno;
+    }
+}
+
 TEST(private_fd_table, descriptors_opened_by_the_body_are_not_the_callers) {
     testing::scratch_dir dir;
     const std::string path = (dir.path() / "f").string();
