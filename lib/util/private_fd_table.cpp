@@ -45,6 +45,9 @@ void close_all_fallback() noexcept {
     }
 }
 std::atomic<bool> in_place_always{false};
+// unshare(CLONE_FILES) refused once (EPERM: a seccomp profile such as Docker's default, which
+// allows unshare only with CAP_SYS_ADMIN; ENOSYS): every call runs in place from then on.
+std::atomic<bool> unshare_refused{false};
 }  // namespace
 
 struct private_fd_table::shared {
@@ -61,7 +64,8 @@ bool private_fd_table::active() noexcept { return private_table; }
 void private_fd_table::process_takes_no_posix_locks() noexcept { in_place_always.store(true); }
 
 int private_fd_table::run(const std::function<void()>& body) {
-    if (private_table || in_place_always.load(std::memory_order_relaxed)) {
+    if (private_table || in_place_always.load(std::memory_order_relaxed) ||
+        unshare_refused.load(std::memory_order_relaxed)) {
         body();
         return 0;
     }
@@ -123,6 +127,13 @@ int private_fd_table::run(const std::function<void()>& body) {
     lock.unlock();
     t.join();
     s_ = nullptr;
+    if (err == EPERM || err == ENOSYS) {
+        // Refused (the body did not run): in place, as before the private tables. The calls
+        // work; their closes then drop the process's POSIX locks on the file (libwzero(3)).
+        unshare_refused.store(true, std::memory_order_relaxed);
+        body();
+        return 0;
+    }
     if (body_error) {
         std::rethrow_exception(body_error);
     }

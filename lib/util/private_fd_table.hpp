@@ -18,6 +18,11 @@
 // calling thread waits, and runs the callbacks the call makes (progress, extents) itself:
 // they see the process's own table, as before.
 //
+// Where unshare(CLONE_FILES) is refused (EPERM: a seccomp profile such as Docker's default,
+// which allows unshare only with CAP_SYS_ADMIN; ENOSYS), the calls run in place, as before
+// this existed, from the first refusal on: they work, and their closes drop the process's
+// POSIX locks on the file (libwzero(3)).
+//
 // Cost: one thread and a table copy per call (thread start, unshare and join: 0.04-0.2 ms
 // on the 2-core test VM, 0.2-0.5 ms per wz_stat() there under load), and the copy holds a
 // reference to every open file of the process until the call returns (a pipe's write end
