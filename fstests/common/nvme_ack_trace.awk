@@ -30,7 +30,7 @@
 #   ... nvme_complete_rq: nvme0: disk=nvme0n1, qid=1, cmdid=384, res=0x0, retries=0, flags=0x0, status=0x0
 #       (admin completions have no disk=; res is DW0 of the completion: WCE for Get Features 06h)
 # A command is the (controller, qid, cmdid) of its setup until its completion. The file is in
-# time order (trace_clock global: one clock for all CPUs), so the line number is the time.
+# time order (trace_clock mono: one clock for all CPUs), so the line number is the time.
 #
 # Per acknowledged write, for every LBA it covers (through the map for a file):
 #   - the last Write command that carried the LBA was set up before the ack and completed
@@ -266,7 +266,7 @@ END {
 		if (gfval[k] == 0 && last_ack > 0 && gfline[k] > last_ack) after = "yes"
 	}
 	if (lost > 0) violation("the trace buffer lost " lost " events: the timeline is incomplete")
-	if (unordered > 0) violation(unordered " events out of time order (trace_clock not global?)")
+	if (unordered > 0) violation(unordered " events out of time order (trace_clock not one clock for all CPUs?)")
 	if (rule == "through") {
 		# No per-write durability rule: the cache must be off for the whole run.
 		if (setf > 0) violation("Set Features FID 06h (volatile write cache) sent during the run (" setf ")")
