@@ -43,3 +43,17 @@ bench_ext4_on_loop() {
 	bench_loop "$@"
 	bench_mkfs_mount ext4
 }
+
+# bench_loopstat_counters DEV: count_begin / count_end over /sys/block/DEV/stat (a loop
+# device), count_end printing "WRITES FUA FLUSHES ZEROES WRITE-BYTES ZERO-BYTES" as the
+# guest's fstests/common/benchvm does; FUA and zeroes are not separable here ("-").
+bench_loopstat_counters() {
+	bench_loopstat_dev=$1
+	count_begin() { read -r -a bench_loopstat_c0 <"/sys/block/$bench_loopstat_dev/stat"; }
+	count_end() {
+		local -a c1
+		read -r -a c1 <"/sys/block/$bench_loopstat_dev/stat"
+		local -a c0=("${bench_loopstat_c0[@]}")
+		echo "$((c1[4] - c0[4])) - $((c1[15] - c0[15])) - $(((c1[6] - c0[6]) * 512)) -"
+	}
+}

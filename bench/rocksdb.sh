@@ -141,31 +141,12 @@ rdb_guest='
 set -euo pipefail
 . /wz/fstests/common/devcount
 devcount_init
-count_begin() { devcount_begin; }
-# writes fua flushes zeroes write-bytes zero-bytes
-count_end() {
-	local c
-	c=$(devcount_end)
-	echo "$(sed "s/[a-z]*=//g" <<<"$c") $(devcount_bytes)"
-}
+. /wz/fstests/common/benchvm
 RDB_INI=/tmp/rdb-ini
 mkdir -p "$RDB_INI" /mnt/rdb
 rdb_ini "$RDB_INI"
-wce=1
 for conf in $VM_CONFS; do
-	fs=${conf%-wce0}
-	if [ "$conf" != "$fs" ] && [ "$wce" = 1 ]; then
-		nvme set-feature /dev/nvme0 -f 6 -v 0 >/dev/null
-		wce=0
-	fi
-	case $fs in
-	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/nvme0n1 ;;
-	xfs) mkfs.xfs -q -f /dev/nvme0n1 ;;
-	esac
-	mount /dev/nvme0n1 /mnt/rdb
-	: >/mnt/rdb/probe
-	echo "seen vm-$conf: $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") $(wzero stat --json /mnt/rdb/probe | jq -r "\"record: cache \\(.cache.effective), flush needed \\(.cache.flush_needed)\"")"
-	rm /mnt/rdb/probe
+	benchvm_conf "$conf" /mnt/rdb
 	rdb_base "vm-$conf" /mnt/rdb
 	rdb_rounds "vm-$conf" /mnt/rdb "$ROUNDS"
 	umount /mnt/rdb
@@ -184,13 +165,7 @@ run_host() {
 	dev=$(basename "$loop")
 	# The loop device keeps the write_cache mode its last user gave it.
 	echo "write back" >"/sys/block/$dev/queue/write_cache"
-	count_begin() { read -r -a c0 <"/sys/block/$dev/stat"; }
-	# writes fua flushes zeroes write-bytes zero-bytes; FUA and zeroes are not separable here
-	count_end() {
-		local -a c1
-		read -r -a c1 <"/sys/block/$dev/stat"
-		echo "$((c1[4] - c0[4])) - $((c1[15] - c0[15])) - $(((c1[6] - c0[6]) * 512)) -"
-	}
+	bench_loopstat_counters "$dev"
 	RDB_INI=$work RDB_OPS=$OPS_HOST RDB_PLUGIN=$plugin
 	rdb_ini "$RDB_INI"
 	for fs in ext4 xfs; do

@@ -85,29 +85,10 @@ sq_guest='
 set -euo pipefail
 . /wz/fstests/common/devcount
 devcount_init
-count_begin() { devcount_begin; }
-# writes fua flushes zeroes write-bytes zero-bytes
-count_end() {
-	local c
-	c=$(devcount_end)
-	echo "$(sed "s/[a-z]*=//g" <<<"$c") $(devcount_bytes)"
-}
+. /wz/fstests/common/benchvm
 mkdir -p /mnt/sq
-wce=1
 for conf in $VM_CONFS; do
-	fs=${conf%-wce0}
-	if [ "$conf" != "$fs" ] && [ "$wce" = 1 ]; then
-		nvme set-feature /dev/nvme0 -f 6 -v 0 >/dev/null
-		wce=0
-	fi
-	case $fs in
-	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/nvme0n1 ;;
-	xfs) mkfs.xfs -q -f /dev/nvme0n1 ;;
-	esac
-	mount /dev/nvme0n1 /mnt/sq
-	: >/mnt/sq/probe
-	echo "seen vm-$conf: $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") $(wzero stat --json /mnt/sq/probe | jq -r "\"record: cache \\(.cache.effective), flush needed \\(.cache.flush_needed)\"")"
-	rm /mnt/sq/probe
+	benchvm_conf "$conf" /mnt/sq
 	sq_rounds "vm-$conf" /mnt/sq "$ROUNDS"
 	umount /mnt/sq
 done
@@ -140,13 +121,7 @@ else
 	trap 'bench_cleanup; rm -f "$out"' EXIT
 	dev=$(basename "$loop")
 	echo "write back" >"/sys/block/$dev/queue/write_cache"
-	count_begin() { read -r -a c0 <"/sys/block/$dev/stat"; }
-	# writes fua flushes zeroes write-bytes zero-bytes; FUA and zeroes are not separable here
-	count_end() {
-		local -a c1
-		read -r -a c1 <"/sys/block/$dev/stat"
-		echo "$((c1[4] - c0[4])) - $((c1[15] - c0[15])) - $(((c1[6] - c0[6]) * 512)) -"
-	}
+	bench_loopstat_counters "$dev"
 	SQ_ROWS=$rows SQ_EXT=$ext
 	sq_rounds host-ext4 "$work/mnt" "$rounds" | tee -a "$out" | sed 's/^/  /' >&2
 fi
