@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <wzero/wzero.hpp>
+
 #include <atomic>
 #include <cstdint>
 
@@ -14,6 +16,10 @@ namespace wzcli {
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;         // also usage errors
 inline constexpr int exit_not_supported = 2;   // the requested method/operation is not supported here
+
+// exit_not_supported for ENOTSUP/EOPNOTSUPP (a method or operation not supported here),
+// exit_failure for anything else.
+int status_for(const wz::error_info& e);
 
 struct stat_args {
     std::string path;
@@ -27,21 +33,27 @@ struct alloc_args {
     std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
     // Given at all (an empty value is an error, not "the default"): count() > 0 after parsing.
     const CLI::Option* rate_option = nullptr;
-    const CLI::Option* map_length_option = nullptr;
-    const CLI::Option* verify_length_option = nullptr;
     std::string passthrough = "auto";
     bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
     bool force = false;  // zero a device with a filesystem signature
     unsigned queue_depth = 0;  // 0: automatic
-    std::string map_path, map_offset = "0", map_length;
-    bool map_json = false;
-    std::string verify_path, verify_offset = "0", verify_length;
-    bool verify_data = false;
 };
 void add_alloc_commands(CLI::App& app, alloc_args& args);
 int run_alloc(const alloc_args& args);
-int run_map(const alloc_args& args);
-int run_verify(const alloc_args& args);
+
+struct map_args {
+    std::string path, offset = "0", length;
+    const CLI::Option* length_option = nullptr;  // given at all
+    bool json = false;
+};
+struct verify_args {
+    std::string path, offset = "0", length;
+    const CLI::Option* length_option = nullptr;  // given at all
+    bool data = false;
+};
+void add_map_commands(CLI::App& app, map_args& map, verify_args& verify);
+int run_map(const map_args& args);
+int run_verify(const verify_args& args);
 
 struct bench_args {
     std::string path, mode = "auto", bs = "4096", offset = "0", length;

@@ -135,6 +135,9 @@ int run(int argc, char** argv) {
     wzcli::add_stat_command(app, stat);
     wzcli::alloc_args alloc;
     wzcli::add_alloc_commands(app, alloc);
+    wzcli::map_args map;
+    wzcli::verify_args verify;
+    wzcli::add_map_commands(app, map, verify);
     wzcli::bench_args bench;
     wzcli::add_bench_commands(app, bench);
 
@@ -183,13 +186,13 @@ int run(int argc, char** argv) {
         }
         if (app.got_subcommand("map")) {
             command = "map";
-            path = &alloc.map_path;
-            return wzcli::run_map(alloc);
+            path = &map.path;
+            return wzcli::run_map(map);
         }
         if (app.got_subcommand("verify")) {
             command = "verify";
-            path = &alloc.verify_path;
-            return wzcli::run_verify(alloc);
+            path = &verify.path;
+            return wzcli::run_verify(verify);
         }
         if (app.got_subcommand("bench")) {
             command = "bench write";
