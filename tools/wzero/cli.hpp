@@ -12,9 +12,10 @@
 
 namespace wzcli {
 
-// Exit status, as blkdiscard and util-linux fallocate use it.
+// Exit status, the same for every command (wzero(1), EXIT STATUS): util-linux's 0 and 1, and
+// blkdiscard's 2 for "not supported" (util-linux fallocate has no such code: it exits 1).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_failure = 1;         // also usage errors
+inline constexpr int exit_failure = 1;         // any failure, usage errors, and verify's "not proven"
 inline constexpr int exit_not_supported = 2;   // the requested method/operation is not supported here
 
 // exit_not_supported for ENOTSUP/EOPNOTSUPP (a method or operation not supported here),
@@ -34,7 +35,11 @@ struct alloc_args {
     // Given at all (an empty value is an error, not "the default"): count() > 0 after parsing.
     const CLI::Option* rate_option = nullptr;
     std::string passthrough = "auto";
-    bool keep_size = false, verbose = false, no_fallback = false, dry_run = false, json = false;
+    bool verbose = false, no_fallback = false, dry_run = false, json = false;
+    bool write_zeroes = false, zero_range = false;  // -w, -z: the action alloc always does
+    // fallocate(1)'s other actions: refused with a reason, exit 2.
+    bool keep_size = false, posix = false, punch_hole = false, dig_holes = false, collapse_range = false,
+         insert_range = false;
     bool force = false;  // zero a device with a filesystem signature
     unsigned queue_depth = 0;  // 0: automatic
 };
@@ -95,6 +100,11 @@ const std::atomic<bool>& catch_stop_signals();
 // The first of those signals caught, 0 if none; its name ("SIGTERM").
 int stop_signal();
 std::string signal_name(int sig);
+
+// --help in util-linux's layout, from the CLI11 definitions; set on the top App before its
+// subcommands are added (they inherit it). version_text("wzero") is "wzero from wzero X.Y.Z".
+std::shared_ptr<CLI::FormatterBase> help_formatter();
+std::string version_text(const std::string& program);
 
 // "wzero: MESSAGE" on stderr. Neither throws: a closed or full stderr loses the text only.
 void print_error(const std::string& message);

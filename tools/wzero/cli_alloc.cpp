@@ -110,75 +110,135 @@ private:
     std::chrono::steady_clock::time_point last_{};
 };
 
-void print_report(const wz::preallocate_report& r, bool verbose, bool dry_run) {
-    if (verbose || dry_run) {
-        for (const auto& d : r.decisions) {
-            fmt::print("{}\n", d);
-        }
-        for (const auto& op : r.plan) {
-            if (op.kind == "nvme") {
-                fmt::print("{:<15} offset {:>14} length {:>12}  slba {} nlb {}{}  {}\n", op.kind, op.offset,
-                           op.length, op.slba, op.nlb, op.deac ? " DEAC" : "", op.reason);
-            } else {
-                fmt::print("{:<15} offset {:>14} length {:>12}  {}\n", op.kind, op.offset, op.length, op.reason);
-            }
+// As util-linux's size_to_human_string(SIZE_SUFFIX_3LETTER | SIZE_SUFFIX_SPACE), which
+// `fallocate -v` prints: one decimal, dropped when it is zero ("16 MiB", "1.5 GiB").
+std::string human_size(std::uint64_t b) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    double v = static_cast<double>(b);
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        ++u;
+    }
+    std::string t = fmt::format("{:.1f}", v);
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, ".0") == 0) {
+        t.resize(t.size() - 2);
+    }
+    return t + " " + units[u];
+}
+
+// --dry-run: the decisions and the plan, one line each.
+void print_plan(const wz::preallocate_report& r) {
+    for (const auto& d : r.decisions) {
+        fmt::print("{}\n", d);
+    }
+    for (const auto& op : r.plan) {
+        if (op.kind == "nvme") {
+            fmt::print("{:<15} offset {:>14} length {:>12}  slba {} nlb {}{}  {}\n", op.kind, op.offset, op.length,
+                       op.slba, op.nlb, op.deac ? " DEAC" : "", op.reason);
+        } else {
+            fmt::print("{:<15} offset {:>14} length {:>12}  {}\n", op.kind, op.offset, op.length, op.reason);
         }
     }
-    if (dry_run) {
-        return;
+}
+
+// -v: the decisions, one line each, then what was done in one line (the shape of
+// `fallocate -v`'s "f: 1 MiB (1048576 bytes) allocated.").
+void print_verbose(const wz::preallocate_report& r) {
+    for (const auto& d : r.decisions) {
+        fmt::print("{}\n", d);
     }
     std::string by;
     for (const auto& [m, b] : r.bytes_by_method) {
         if (b != 0) {
-            by += fmt::format("{}{} {}", by.empty() ? "" : ", ", wz::to_string(m), human(b));
+            by += fmt::format("{}{} {}", by.empty() ? "" : ", ", wz::to_string(m), human_size(b));
         }
     }
-    fmt::print("{}: zeroed {} at offset {} in {:.3f} s ({}), {} device commands{}{}{}\n", r.path, human(r.length),
-               r.offset, r.elapsed_seconds, by.empty() ? "nothing" : by, r.device_commands,
-               r.passthrough_path.empty() ? "" : " via " + r.passthrough_path,
-               r.io_engine.empty() ? "" : " on " + r.io_engine, r.flushed ? ", flushed" : "");
+    std::string verified = "not verified";
     if (r.verified) {
-        fmt::print("verify: {} ({})\n", *r.verified ? "ok" : "FAILED", r.verify_detail);
+        verified = fmt::format("{} ({})", *r.verified ? "verified" : "verification FAILED", r.verify_detail);
     } else if (!r.verify_detail.empty()) {
-        fmt::print("verify: not proven ({})\n", r.verify_detail);
+        verified = fmt::format("not proven ({})", r.verify_detail);
     }
+    fmt::print("{}: {} ({} bytes) written zeroes at offset {} in {:.3f} s: {}, {} device commands{}{}{}, {}.\n",
+               r.path, human_size(r.length), r.length, r.offset, r.elapsed_seconds, by.empty() ? "nothing" : by,
+               r.device_commands, r.passthrough_path.empty() ? "" : " via " + r.passthrough_path,
+               r.io_engine.empty() ? "" : " on " + r.io_engine, r.flushed ? ", flushed" : "", verified);
 }
 
 }  // namespace
 
 void add_alloc_commands(CLI::App& app, alloc_args& a) {
     CLI::App* cmd = app.add_subcommand("alloc", "Make a range of a file or block device written zeroes");
-    cmd->add_option("-o,--offset", a.offset, "Start of the range (util-linux size suffixes: K, KiB, KB, ...)");
-    cmd->add_option("-l,--length", a.length, "Length of the range")->required();
-    cmd->add_flag("-n,--keep-size", a.keep_size, "Refused: written extents beyond EOF are not allowed");
-    cmd->add_flag("-v,--verbose", a.verbose, "Print one line per decision and operation");
-    cmd->add_option("--method", a.method, "auto, kernel, nvme, zeroout or write")
+    cmd->add_option("-o,--offset", a.offset, "Start of the range (default 0)")->type_name("num");
+    cmd->add_option("-l,--length", a.length, "Length of the range")->required()->type_name("num");
+    cmd->add_flag("-w,--write-zeroes", a.write_zeroes, "Make the range written zeroes (the default action)");
+    cmd->add_flag("-z,--zero-range", a.zero_range,
+                  "The same as -w: the range reads back as zeroes, and as written extents");
+    cmd->add_flag("-v,--verbose", a.verbose, "Print the decisions, then what was done in one line");
+    cmd->add_option("--method", a.method, "Method: auto, kernel, nvme, zeroout or write")
+        ->type_name("method")
         ->check(CLI::IsMember({"auto", "kernel", "nvme", "zeroout", "write"}));
     cmd->add_flag("--no-fallback", a.no_fallback, "Fail (exit 2) instead of going down the method chain");
-    cmd->add_option("--in-place", a.in_place, "Re-zero written extents through NVMe: auto, never, require")
+    cmd->add_option("--in-place", a.in_place, "Re-zero written extents through NVMe: auto, never or require")
+        ->type_name("mode")
         ->check(CLI::IsMember({"auto", "never", "require"}));
-    cmd->add_flag("--dry-run", a.dry_run, "Print the plan, touch nothing");
+    cmd->add_flag("--dry-run", a.dry_run, "Print the decisions and the plan, touch nothing");
     cmd->add_flag("-f,--force", a.force, "Zero a block device that holds a filesystem or partition table");
-    cmd->add_option("--verify", a.verify, "none, extents (default) or data (read back)")
+    cmd->add_option("--verify", a.verify, "Prove the result: none, extents (default) or data (read back)")
+        ->type_name("mode")
         ->expected(0, 1)
         ->default_str("extents")
         ->check(CLI::IsMember({"", "none", "extents", "data"}));
-    a.rate_option = cmd->add_option("--rate", a.rate, "Rate limit in bytes per second (size suffixes; > 0)");
+    a.rate_option = cmd->add_option("--rate", a.rate, "Rate limit in bytes per second")->type_name("num");
     cmd->add_option("--queue-depth", a.queue_depth,
                     "I/O commands in flight (default 32; 2 on a loop device doing buffered I/O)")
+        ->type_name("count")
         ->check(positive_integer(4096));
     cmd->add_option("--passthrough", a.passthrough, "NVMe commands through auto, uring_cmd or ioctl")
+        ->type_name("route")
         ->check(CLI::IsMember({"auto", "uring_cmd", "ioctl"}));
     cmd->add_flag("-J,--json", a.json, "Print the report as JSON");
+    // fallocate(1)'s other actions, accepted so that they are refused with a reason (exit 2)
+    // rather than taken for a typo: each keeps or removes space in a way written zeroes cannot.
+    cmd->add_flag("-n,--keep-size", a.keep_size, "Not supported: written extents beyond EOF are not possible");
+    cmd->add_flag("-x,--posix", a.posix, "Not supported: posix_fallocate(3) keeps data (see wzero-fallocate(1))");
+    cmd->add_flag("-p,--punch-hole", a.punch_hole, "Not supported: makes holes, the opposite of written zeroes");
+    cmd->add_flag("-d,--dig-holes", a.dig_holes, "Not supported: makes holes, the opposite of written zeroes");
+    cmd->add_flag("-c,--collapse-range", a.collapse_range, "Not supported: removes a range");
+    cmd->add_flag("-i,--insert-range", a.insert_range, "Not supported: inserts a hole");
     cmd->add_option("path", a.path, "File (created if missing) or block device")->required();
-
 }
 
-int run_alloc(const alloc_args& a) {
+namespace {
+
+// The fallocate(1) actions alloc does not do, with the reason it says; empty if none was asked.
+std::string refused_action(const alloc_args& a) {
     if (a.keep_size) {
-        print_error("--keep-size is not supported: written extents beyond the end of the file are not allowed "
-                    "(fallocate(2) keeps unwritten extents there)\nTry 'wzero --help' for more information.");
-        return exit_failure;
+        return "--keep-size: written extents beyond the end of the file are not possible (fallocate(2) keeps "
+               "unwritten extents there; run util-linux fallocate for that)";
+    }
+    if (a.posix) {
+        return "--posix: posix_fallocate(3) keeps the data in the range, and alloc zeroes it (wzero-fallocate -x "
+               "keeps data and makes only holes and unwritten extents written zeroes)";
+    }
+    if (a.punch_hole || a.dig_holes) {
+        return fmt::format("{}: holes are the opposite of written zeroes (run util-linux fallocate for that)",
+                           a.punch_hole ? "--punch-hole" : "--dig-holes");
+    }
+    if (a.collapse_range || a.insert_range) {
+        return fmt::format("{}: it moves data rather than writing zeroes (run util-linux fallocate for that)",
+                           a.collapse_range ? "--collapse-range" : "--insert-range");
+    }
+    return {};
+}
+
+}  // namespace
+
+int run_alloc(const alloc_args& a) {
+    if (const std::string why = refused_action(a); !why.empty()) {
+        print_error(fmt::format("alloc {}: not supported: {}", a.path, why));
+        return exit_not_supported;
     }
     // --rate 0 and --rate "" used to mean "no limit": a typo must not lift the limit asked for.
     std::uint64_t offset = 0, length = 0, rate = 0;
@@ -249,8 +309,16 @@ int run_alloc(const alloc_args& a) {
     }
     if (a.json) {
         fmt::print("{}\n", wz::to_json(*r));
-    } else {
-        print_report(*r, a.verbose, a.dry_run);
+    } else if (a.dry_run) {
+        print_plan(*r);
+    } else if (a.verbose) {
+        print_verbose(*r);
+    }
+    // Silent on success, as fallocate(1); a range that verification found not to be written
+    // zeroes is a failure whatever was printed.
+    if (r->verified && !*r->verified) {
+        print_error(fmt::format("{}: verification failed: {}", a.path, r->verify_detail));
+        return exit_failure;
     }
     return exit_ok;
 }

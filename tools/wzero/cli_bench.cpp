@@ -33,31 +33,42 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
     CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
     bench->require_subcommand(1);
     CLI::App* w = bench->add_subcommand("write", "Durable 'bs'-sized writes through wz::writer");
-    w->add_option("--mode", a.mode, "auto, through, fua, flush or dsync")
+    w->add_option("--mode", a.mode, "Durability mode: auto, through, fua, flush or dsync")
+        ->type_name("mode")
         ->check(CLI::IsMember({"auto", "through", "fua", "flush", "dsync"}));
-    w->add_option("--bs", a.bs, "Write size (size suffixes)");
-    w->add_option("--qd", a.qd, "Asynchronous writes in flight (io_uring submit/complete)")
+    w->add_option("--bs", a.bs, "Write size (default 4096)")->type_name("num");
+    w->add_option("--qd", a.qd, "Asynchronous writes in flight (submit/complete)")
+        ->type_name("count")
         ->check(positive_integer(4096));
     w->add_option("--threads", a.threads, "Use the synchronous pwrite from this many threads instead")
+        ->type_name("count")
         ->check(positive_integer(1024));
     w->add_option("--completion", a.completion, "How completions are waited for: interrupt, poll or adaptive")
+        ->type_name("mode")
         ->check(CLI::IsMember({"interrupt", "poll", "adaptive"}));
     // The ring is sized above the high watermark: an unbounded one would wrap (high + 1 = 0).
     w->add_option("--high-watermark", a.high, "adaptive: spin while this many are in flight (32)")
+        ->type_name("count")
         ->check(positive_integer(4096));
     w->add_option("--low-watermark", a.low, "adaptive: back to blocking below this many (3)")
+        ->type_name("count")
         ->check(positive_integer(4096));
     w->add_option("--interval", a.interval_us, "adaptive: microseconds between looks (30)")
+        ->type_name("usec")
         ->check(positive_integer(std::numeric_limits<unsigned>::max()));
     w->add_option("--max-loops", a.max_loops, "adaptive: looks before blocking again (1000)")
+        ->type_name("count")
         ->check(positive_integer(std::numeric_limits<unsigned>::max()));
     w->add_option("--ops", a.ops, "Number of writes (default 10000 unless --time)")
+        ->type_name("count")
         ->check(positive_integer(std::numeric_limits<std::uint64_t>::max()));
     w->add_option("--time", a.seconds, "Run for this many seconds (with --ops: whichever ends first)")
+        ->type_name("sec")
         ->check(positive_seconds());
     w->add_flag("--random", a.random, "Random offsets (default: sequential)");
-    w->add_option("-o,--offset", a.offset, "Start of the range");
-    a.length_option = w->add_option("-l,--length", a.length, "Length of the range (default: to the end)");
+    w->add_option("-o,--offset", a.offset, "Start of the range")->type_name("num");
+    a.length_option =
+        w->add_option("-l,--length", a.length, "Length of the range (default: to the end)")->type_name("num");
     w->add_flag("--unsafe-through", a.unsafe, "Allow --mode through on a write-back cache");
     w->add_flag("-f,--force", a.force, "Write to a block device that holds a filesystem or partition table");
     w->add_flag("-J,--json", a.json, "Print JSON");

@@ -13,6 +13,7 @@
 
 #include <sys/resource.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -115,19 +116,27 @@ std::string address_space_note() {
 }
 
 int run(int argc, char** argv) {
-    CLI::App app{"wzero: written, zeroed extents and durable writes for Linux storage", "wzero"};
-    app.set_version_flag("-V,--version", fmt::format("wzero {}", wz::version()));
+    CLI::App app{"Written, zeroed extents and durable writes for Linux storage", "wzero"};
+    app.formatter(wzcli::help_formatter());
+    app.set_version_flag("-V,--version", wzcli::version_text("wzero"));
     app.require_subcommand(1);
     app.failure_message([](const CLI::App* a, const CLI::Error& e) {
         (void)a;
-        return std::string(e.what()) + "\nTry 'wzero --help' for more information.\n";
+        // util-linux's messages start in lower case ("wzero: a subcommand is required").
+        std::string what = e.what();
+        if (what.size() >= 2 && std::isupper(static_cast<unsigned char>(what[0])) != 0 &&
+            (std::islower(static_cast<unsigned char>(what[1])) != 0 || what[1] == ' ')) {
+            what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+        }
+        return "wzero: " + what + "\nTry 'wzero --help' for more information.\n";
     });
 
     // For every command, before or after its name (fallthrough): the process's I/O engine.
     std::string engine;
     app.add_option("--engine", engine,
-                   "I/O engine: io_uring, psync (a thread pool doing pwrite/fdatasync and the NVMe ioctl) or "
-                   "auto (io_uring where it can be set up; the default, also from WZERO_ENGINE)")
+                   "I/O engine: io_uring, psync (threads doing pwrite, fdatasync and the NVMe ioctl) or auto "
+                   "(io_uring where it can be set up; the default, also from WZERO_ENGINE)")
+        ->type_name("name")
         ->check(CLI::IsMember({"io_uring", "psync", "auto"}));
     app.fallthrough();
 
