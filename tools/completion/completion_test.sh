@@ -8,8 +8,8 @@
 # --help), a stub wzero that lists columns (stat/map -o), and a wzero that cannot run (the
 # scripts' own lists), and checks that the scripts' lists hold every option --help prints.
 set -uo pipefail
-wzero_bin=${1:?usage: completion_test.sh WZERO SRC}
-src=${2:?usage: completion_test.sh WZERO SRC}
+wzero_bin=$(readlink -f "${1:?usage: completion_test.sh WZERO SRC}")
+src=$(readlink -f "${2:?usage: completion_test.sh WZERO SRC}")
 comp_dir=$src/tools/completion
 bash_completion=${BASH_COMPLETION:-/usr/share/bash-completion/bash_completion}
 [[ -r $bash_completion ]] || { echo "cli.completion: $bash_completion missing (tools/install-deps.sh installs bash-completion)" >&2; exit 1; }
@@ -30,7 +30,7 @@ ln -s "$(readlink -f "$wzero_bin")" "$scratch/bin-real/wzero"
 cat >"$scratch/bin-stub/wzero" <<'STUB'
 #!/bin/bash
 case "$*" in
-"stat --list-columns -r -n") printf '%s\n' 'PATH path\x20of\x20the\x20target' 'METHOD zeroing\x20method' 'DISC-MAX discard\x20limit' ;;
+"stat --list-columns -r -n") printf '%s\n' 'PATH path\x20of\x20the\x20target' 'METHOD zeroing\x20method' 'DISC-MAX discard\x20limit' 'MAJ:MIN device\x20number' ;;
 "map --list-columns -r -n") printf '%s\n' 'LOGICAL file\x20offset' 'PHYSICAL device\x20offset' 'FLAGS extent\x20flags' ;;
 esac
 STUB
@@ -147,11 +147,18 @@ done
 
 # Columns come from the wzero being completed: the stub's here, and none from a wzero that
 # cannot list them (it has no -o/--output either).
-check bin-stub 'wzero stat -o ' 'DISC-MAX, METHOD, PATH, [-o nospace]'
-check bin-stub 'wzero stat --output ' 'DISC-MAX, METHOD, PATH, [-o nospace]'
-check bin-stub 'wzero stat --output=' 'DISC-MAX, METHOD, PATH, [-o nospace]'
-check bin-stub 'wzero stat -o PATH,' 'PATH,DISC-MAX, PATH,METHOD, [-o nospace]'
+check bin-stub 'wzero stat -o ' 'DISC-MAX, MAJ:MIN, METHOD, PATH, [-o nospace]'
+check bin-stub 'wzero stat --output ' 'DISC-MAX, MAJ:MIN, METHOD, PATH, [-o nospace]'
+check bin-stub 'wzero stat --output=' 'DISC-MAX, MAJ:MIN, METHOD, PATH, [-o nospace]'
+check bin-stub 'wzero stat -o PATH,' 'PATH,DISC-MAX, PATH,MAJ:MIN, PATH,METHOD, [-o nospace]'
 check bin-stub 'wzero stat -o PATH,ME' 'PATH,METHOD, [-o nospace]'
+check bin-stub 'wzero stat -o +' '+DISC-MAX, +MAJ:MIN, +METHOD, +PATH, [-o nospace]'
+check bin-stub 'wzero stat -o +PATH,' '+PATH,DISC-MAX, +PATH,MAJ:MIN, +PATH,METHOD, [-o nospace]'
+# Readline completes only what follows the last ':' (a COMP_WORDBREAKS character).
+check bin-stub 'wzero stat -o MAJ' 'MAJ:MIN, [-o nospace]'
+check bin-stub 'wzero stat -o MAJ:' 'MIN, [-o nospace]'
+check bin-stub 'wzero stat -o PATH,MAJ:M' 'MIN, [-o nospace]'
+check bin-stub 'wzero stat -o MAJ:MIN,P' 'MIN,PATH, [-o nospace]'
 check bin-stub 'wzero map --output ' 'FLAGS, LOGICAL, PHYSICAL, [-o nospace]'
 check bin-stub 'wzero map --output PHYSICAL,L' 'PHYSICAL,LOGICAL, [-o nospace]'
 check bin-broken 'wzero stat -o ' ' [-o nospace]'
