@@ -137,7 +137,8 @@ for dir in bin-real bin-stub bin-broken; do
 	check $dir 'wzero bench write --qd ' ''
 	check $dir 'wzero bench write --bs ' 'bytes'
 	check $dir 'wzero bench write --unsafe' '--unsafe-through'
-	check $dir 'wzero-fallocate -' '--collapse-range --dig-holes --help --insert-range --keep-size --length --offset --posix --punch-hole --verbose --version --write-zeroes --zero-range'
+	check $dir 'wzero-fallocate -' '--help --keep-size --length --offset --posix --verbose --version --write-zeroes --zero-range'
+	check $dir 'wzero-fallocate --pu' ''
 	check $dir 'wzero-fallocate --wr' '--write-zeroes'
 	check $dir 'wzero-fallocate -l ' 'bytes'
 	check $dir 'wzero-fallocate -o 1M -l 1' ''
@@ -184,6 +185,18 @@ for level in '' stat alloc map verify bench 'bench write'; do
 	missing=$(LC_ALL=C comm -23 <(echo "$help_options") <(echo "$fallback") | paste -sd ' ' -)
 	[[ -z $missing ]] || fail "_comp_cmd_wzero__fallback_options '$level' lacks $missing (from --help)"
 done
+
+# The same for wzero-fallocate, next to wzero in the build (another part of the CLI).
+fallocate_bin=$(dirname "$wzero_bin")/wzero-fallocate
+if [[ -x $fallocate_bin ]]; then
+	help_options=$(_comp_cmd_wzero__help_options "$fallocate_bin" | LC_ALL=C sort)
+	offered=$(_comp_cmd_wzero_fallocate__options | tr ' ' '\n' | LC_ALL=C sort)
+	[[ $help_options ]] || fail "no options read from '$fallocate_bin --help'"
+	[[ $help_options == "$offered" ]] ||
+		fail "wzero-fallocate offers '$(paste -sd ' ' <<<"$offered")', its --help lists '$(paste -sd ' ' <<<"$help_options")' (less the refused)"
+else
+	echo "note: no $fallocate_bin to check _comp_cmd_wzero_fallocate__options against"
+fi
 
 if ((failures)); then
 	echo "cli.completion: $failures failure(s)"
