@@ -18,6 +18,11 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 export LD_LIBRARY_PATH=$libdir
 
 bash "$src/cmake/check_exports.sh" "$(readlink -f "$libdir/libwzero.so")" "$src/lib/libwzero.map"
+# The bash completions land under the prefix (bash-completion's completionsdir made relative).
+for completion in wzero wzero-fallocate; do
+  [ -f "$prefix/share/bash-completion/completions/$completion" ] ||
+    { echo "install.consumers: no share/bash-completion/completions/$completion under the prefix" >&2; exit 1; }
+done
 
 mkdir "$prefix/scratch-pc" "$prefix/scratch-cmake"
 # shellcheck disable=SC2046 # pkg-config prints several words on purpose

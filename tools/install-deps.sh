@@ -11,6 +11,8 @@ packages=(
 	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
 	# host tests
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
+	# bash completion: its completionsdir (pkg-config) and ctest cli.completion
+	bash-completion
 	# the SQLite VFS (lib/plugins/sqlite) and its tests with Debian's own shell
 	libsqlite3-dev sqlite3
 	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest

@@ -8,9 +8,12 @@
 
 namespace wz {
 
-// Parses a byte count exactly as util-linux's parse_size()/strtosize() (lib/strutils.c,
-// checked against v2.38.1, the version behind Debian 12's `fallocate -l`) does, so that
-// `wzero -l SIZE` and `fallocate -l SIZE` mean the same number of bytes:
+// Parses a byte count exactly as util-linux v2.38.1's parse_size()/strtosize() (lib/strutils.c,
+// the version behind Debian 12's `fallocate -l`; unchanged since v2.38) does, so that
+// `wzero -l SIZE` and `fallocate -l SIZE` mean the same number of bytes. size_test.cpp holds
+// util-linux's own vectors (tests/ts/misc/strtosize at v2.38.1) and our wider table, whose
+// rows were checked against that fallocate; fstests host/054 checks them again against the
+// fallocate(1) installed on the machine.
 //
 //   - number: strtoumax(base 0) rules, so "0x10" is 16 and "010" is 8 (octal!), leading
 //     whitespace and one '+' are skipped, '-' is rejected, trailing whitespace is not allowed;
@@ -24,10 +27,10 @@ namespace wz {
 //
 // Deliberate differences, all cases where util-linux reads past the string or returns a
 // wrapped or saturated number: a fraction with no digits and no suffix ("1.0", where
-// util-linux reads past the terminator) is EINVAL; a fractional size whose unit does not
-// fit in 64 bits ("0.5Z") or whose fractional part overflows ("15.9E") is ERANGE instead of
-// a wrong value; an embedded NUL is EINVAL. The decimal point is always '.', whatever the
-// locale (util-linux follows LC_NUMERIC).
+// util-linux 2.38 reads past the terminator; v2.42 made it EINVAL too, commit a9fbb9811) is
+// EINVAL; a fractional size whose unit does not fit in 64 bits ("0.5Z") or whose fractional
+// part overflows ("15.9E") is ERANGE instead of a wrong value; an embedded NUL is EINVAL.
+// The decimal point is always '.', whatever the locale (util-linux follows LC_NUMERIC).
 //
 // Errors: EINVAL "invalid size 'TEXT'", ERANGE "size 'TEXT' is too large".
 [[nodiscard]] result<std::uint64_t> parse_size(std::string_view text);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -158,6 +159,78 @@ TEST_P(parse_size_table, matches_util_linux) {
 }
 
 INSTANTIATE_TEST_SUITE_P(rows, parse_size_table, ::testing::ValuesIn(size_rows));
+
+// util-linux's own vectors for parse_size()/strtosize(), imported verbatim: the inputs of
+// tests/ts/misc/strtosize (run through the `test_strutils --size` program at the end of
+// lib/strutils.c) and, as `util_linux`, the second column of tests/expected/misc/strtosize
+// or the line of tests/expected/misc/strtosize.err, all at tag v2.38.1 (Debian 12's
+// util-linux). The vectors and expected files are the same at v2.38 and on master up to
+// v2.42 (only the script's quoting changed); lib/strutils.c's parse_size() is unchanged from
+// v2.38 to v2.38.1. Every vector applies: none differs from util-linux, and none falls in the
+// deliberate differences listed in size.hpp. What the tools do with a parsed value is
+// another matter: fallocate(1) stores it in an off_t, so 18446744073709551615 is "invalid
+// length value specified" there (fstests host/054 runs fallocate on these vectors).
+struct util_linux_vector {
+    std::string_view text;        // argument of `test_strutils --size`
+    std::string_view util_linux;  // its expected output: the byte count, or the error line
+};
+
+constexpr util_linux_vector util_linux_vectors[] = {
+    {"-1", "test_strutils: invalid size '-1' value"},
+    {"0", "0"},
+    {"1", "1"},
+    {"123", "123"},
+    {"18446744073709551615", "18446744073709551615"},
+    {"1K", "1024"},
+    {"1KiB", "1024"},
+    {"1M", "1048576"},
+    {"1MiB", "1048576"},
+    {"1G", "1073741824"},
+    {"1GiB", "1073741824"},
+    {"1T", "1099511627776"},
+    {"1TiB", "1099511627776"},
+    {"1P", "1125899906842624"},
+    {"1PiB", "1125899906842624"},
+    {"1E", "1152921504606846976"},
+    {"1EiB", "1152921504606846976"},
+    {"1KB", "1000"},
+    {"1MB", "1000000"},
+    {"1GB", "1000000000"},
+    {"1TB", "1000000000000"},
+    {"1PB", "1000000000000000"},
+    {"1EB", "1000000000000000000"},
+    {"", "test_strutils: invalid size '' value"},
+    {" ", "test_strutils: invalid size ' ' value"},
+    {" 1", "1"},
+    {"1 ", "test_strutils: invalid size '1 ' value"},
+    {"0x0a", "10"},
+    {"0xff00", "65280"},
+    {"0x80000000", "2147483648"},
+};
+
+void PrintTo(const util_linux_vector& row, std::ostream* os) {
+    *os << '"' << std::string(row.text) << '"';
+}
+
+class parse_size_util_linux_vectors : public ::testing::TestWithParam<util_linux_vector> {};
+
+TEST_P(parse_size_util_linux_vectors, as_in_util_linux_2_38_1) {
+    const util_linux_vector& row = GetParam();
+    const auto parsed = wz::parse_size(row.text);
+    if (row.util_linux.starts_with("test_strutils: invalid size")) {
+        // strtosize_or_err() prints no errno; every one of these is EINVAL in parse_size().
+        ASSERT_FALSE(parsed.has_value()) << "accepted as " << *parsed;
+        EXPECT_EQ(parsed.error().code.value(), EINVAL);
+        return;
+    }
+    std::uint64_t expected = 0;
+    const auto [end, ec] = std::from_chars(row.util_linux.data(), row.util_linux.data() + row.util_linux.size(), expected);
+    ASSERT_TRUE(ec == std::errc{} && end == row.util_linux.data() + row.util_linux.size()) << row.util_linux;
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+    EXPECT_EQ(*parsed, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(strtosize, parse_size_util_linux_vectors, ::testing::ValuesIn(util_linux_vectors));
 
 TEST(parse_size, messages_name_the_input) {
     EXPECT_EQ(wz::parse_size("32Gii").error().message, "invalid size '32Gii'");
