@@ -31,7 +31,7 @@ struct open_request {
     // With create: plan the creation but do not create (a dry run, or a check before
     // creating); `fd` stays empty.
     bool dry_run = false;
-    mode_t create_mode = 0644;  // masked by the umask, as open(2) and util-linux fallocate
+    mode_t create_mode = 0666;  // masked by the umask, as open(2) and util-linux fallocate
 };
 
 struct opened {

@@ -834,7 +834,7 @@ result<preallocate_report> preallocate_here(const std::string& path, std::uint64
             preallocate_report rep;
             auto r = preallocate_here(tmp.get(), path, offset, length, preview, &rep);
             rep.decisions.insert(rep.decisions.begin(),
-                                 fmt::format("create: {} does not exist; {} (mode 0644 less the umask)", path,
+                                 fmt::format("create: {} does not exist; {} (mode 0666 less the umask)", path,
                                              options.dry_run ? "it would be created" : "creating it"));
             if (!r || options.dry_run) {
                 if (partial != nullptr) {
