@@ -221,7 +221,7 @@ std::optional<wz::target::opened> open_existing(const std::string& path) {
     req.mode = wz::target::access::write;
     auto t = wz::target::open(path, req);
     if (!t) {
-        say(fmt::format("cannot open {}: {}", path, t.error().message));
+        say(t.error().message);  // "open PATH: ..." and why, as the library says it
         return std::nullopt;
     }
     return std::move(*t);
@@ -287,7 +287,7 @@ int run(const request& rq) {
         }
         say(e.message);
         if (e.code.value() == EBUSY && e.message.find("--force") != std::string::npos) {
-            say(fmt::format("{} has no --force: `wzero alloc --force` zeroes such a device", program()));
+            say("there is no --force here: `wzero alloc --force` zeroes such a device");
         }
         if (partial.bytes_done != 0) {
             say(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] is "
