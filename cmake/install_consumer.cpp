@@ -161,11 +161,14 @@ void check_lifecycle(const std::string& dir) {
         no_sync.sync = false;
         no_sync.verify = wz::verify_mode::none;
         check(wz::zero_range(fd, 2 * mib, mib, no_sync).ok(), "zero_range");
+        check(static_cast<bool>(wz::allocate(fd, path, 2 * mib, 2 * mib, no_sync)), "allocate");
         struct ::stat st {};
-        check(::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == 3 * mib,
-              "the lifecycle calls left a 3 MiB file");
+        check(::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == 4 * mib,
+              "the lifecycle calls left a 4 MiB file");
         ::close(fd);
     }
+    ::unlink(path.c_str());
+    check(static_cast<bool>(wz::allocate(path, 0, mib, {})), "allocate (creating the file)");
     ::unlink(path.c_str());
     ::close(dirfd);
 }

@@ -348,6 +348,28 @@ result<preallocate_report> preallocate(int fd, const std::string& path, std::uin
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial = nullptr);
 
+// fallocate(2) mode 0 (posix_fallocate) with written zeroes: [offset, offset + length) of a
+// regular file ends up allocated as written extents, and every byte of data already in it is
+// kept. Holes and unwritten extents inside the file become written zeroes (preallocate() on
+// each, which leaves the size as it is); past the end, the file grows to offset + length with
+// written zeroes, and never shrinks. As with fallocate(2), a range starting past the end
+// leaves [size, offset) a hole: nothing outside the range is written.
+// Data is told from holes with FIEMAP after writing back dirty pages (FIEMAP_FLAG_SYNC), so
+// data still in the page cache counts as data; delayed, shared, encoded and unknown extents
+// are data too. Without FIEMAP (tmpfs), SEEK_DATA/SEEK_HOLE find the holes.
+// Race: like `fallocate --dig-holes`, this maps first and zeroes after, so a write by another
+// process into a hole or unwritten extent of the range between the two can be overwritten by
+// zeroes. Do not run it on a range someone else is writing.
+// A block device has no holes: EOPNOTSUPP, as fallocate(2) mode 0 gives there (preallocate()
+// zeroes one). The report counts the bytes zeroed (bytes_done); the rest of the range was
+// data and is untouched. options as for preallocate(); verification proves the whole range
+// written (verify_mode::data reads back the zeroed parts only).
+result<preallocate_report> allocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                    const preallocate_options& options, preallocate_report* partial = nullptr);
+// Opens PATH as preallocate(PATH) does (creating a missing regular file) and allocates.
+result<preallocate_report> allocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                    const preallocate_options& options, preallocate_report* partial = nullptr);
+
 // The report as JSON text.
 [[nodiscard]] std::string to_json(const preallocate_report& report, int indent = 2);
 

@@ -16,6 +16,7 @@
 #include "util/unique_fd.hpp"
 #include "verify/verify.hpp"
 #include "zero/kernel_zero.hpp"
+#include "zero/on_path.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -795,8 +796,19 @@ result<preallocate_report> preallocate_here(int fd, const std::string& path, std
     return rep;
 }
 
-result<preallocate_report> preallocate_here(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                            const preallocate_options& options, preallocate_report* partial) {
+}  // namespace
+
+namespace zero {
+
+result<preallocate_report> preallocate_in_place(int fd, const std::string& path, std::uint64_t offset,
+                                                std::uint64_t length, const preallocate_options& options,
+                                                preallocate_report* partial) {
+    return preallocate_here(fd, path, offset, length, options, partial);
+}
+
+result<preallocate_report> run_on_path(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       const preallocate_options& options, preallocate_report* partial,
+                                       const on_descriptor& run) {
     // Opened once and decided on the descriptor (probe/target.hpp): a block device is
     // claimed exclusively on the inode that was checked, a missing name is created with
     // O_EXCL, and nothing is ever opened by the same name twice.
@@ -852,7 +864,7 @@ result<preallocate_report> preallocate_here(const std::string& path, std::uint64
             return t.error();
         }
     }
-    auto r = preallocate_here(t->fd.get(), path, offset, length, options, partial);
+    auto r = run(t->fd.get(), partial);
     if (!r && t->created) {
         // A file this run created is removed on any failure: it leaves nothing behind.
         const int rc = target::remove_created(*t);
@@ -868,7 +880,7 @@ result<preallocate_report> preallocate_here(const std::string& path, std::uint64
     return r;
 }
 
-}  // namespace
+}  // namespace zero
 
 // Both forms reopen and close descriptors of the file: in a table of their own (see
 // util/private_fd_table.hpp), so that the process keeps its POSIX locks on it.
@@ -885,7 +897,11 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
     private_fd_table table;
     const preallocate_options o = progress_on_caller(options, table);
     return in_private_fd_table<result<preallocate_report>>(
-        fmt::format("preallocate {}", path), table, [&] { return preallocate_here(path, offset, length, o, partial); });
+        fmt::format("preallocate {}", path), table, [&] {
+            return zero::run_on_path(path, offset, length, o, partial, [&](int fd, preallocate_report* p) {
+                return preallocate_here(fd, path, offset, length, o, p);
+            });
+        });
 }
 
 }  // namespace wz

@@ -2,6 +2,7 @@
 // wzero: command-line front end. Parsing, printing and exit codes only; the work is in libwzero.
 
 #include "cli.hpp"
+#include "cli_fallocate.hpp"
 
 #include "io/engine_select.hpp"
 #include "util/errors.hpp"
@@ -220,6 +221,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Run as wzero-fallocate (or through a link named fallocate): fallocate's command line.
+    if (argc > 0 && wzcli::invoked_as_fallocate(argv[0])) {
+        return wzcli::run_fallocate(argc, argv);
+    }
     // Past RLIMIT_FSIZE (`ulimit -f`) a write or fallocate raises SIGXFSZ, whose default
     // action kills the process with no word said. Ignored, the call fails with EFBIG instead,
     // and the error names the path, the operation and the range like any other.
