@@ -282,7 +282,7 @@ int print_or_fail(const wz::status& s) {
 }  // namespace
 
 void add_stat_command(CLI::App& app, stat_args& args) {
-    CLI::App* cmd = app.add_subcommand("stat", "Print what the storage under files or block devices can do");
+    CLI::App* cmd = app.add_subcommand("stat", "Print what the storage under a file or block device can do");
     CLI::Option* path = cmd->add_option("path", args.paths, "Regular files or block devices (whole disks or partitions)");
     add_table_options(cmd, args.table, "-o,--output");
     path_required_unless_list_columns(cmd, path);
