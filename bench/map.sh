@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Benchmark: peak RSS and wall time of `wzero map`, `map --json`, `verify` and
+# Benchmark: peak RSS and wall time of `wzero map`, `map --json`, `map -r`, `verify` and
 # `verify --data` over files with many extents, on ext4 over a loop device: sparse files of
 # N one-block unwritten extents with a hole after each (2N map entries), and a file of
 # 150,000 one-block written extents with no hole (bench/make_fragmented.cpp --written).
@@ -27,7 +27,7 @@ head -c 4096 /dev/zero >"$m/one"
 sync
 
 printf '%-38s %12s %10s\n' "command" "peak RSS" "seconds"
-for run in "map --json one" "map --json sparse150k" "map sparse150k" "map --json sparse1m" "map sparse1m" \
+for run in "map --json one" "map --json sparse150k" "map sparse150k" "map --json sparse1m" "map sparse1m" "map -r sparse1m" \
 	"verify written150k" "verify --data written150k"; do
 	file=${run##* }
 	args=${run% *}

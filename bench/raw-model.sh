@@ -64,7 +64,7 @@ rounds() { # every QD, every mode, ROUNDS times; the order of the modes reversed
 }
 seen() { # LABEL: what the guest sees of the cache: VWC (Identify Controller), WCE (Get
 	# Features FID 06h), the kernel'"'"'s write_cache and the record'"'"'s reading of them
-	echo "seen $1: vwc=$(nvme id-ctrl /dev/nvme0 | awk "\$1 == \"vwc\" { print \$3 }") $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") write_cache=\"$(cat /sys/block/nvme0n1/queue/write_cache)\" $(wzero stat --json $dev | jq -r "\"record: cache \\(.cache.kernel) (kernel), \\(.cache.effective) (effective), flush needed \\(.cache.flush_needed)\"")"
+	echo "seen $1: vwc=$(nvme id-ctrl /dev/nvme0 | awk "\$1 == \"vwc\" { print \$3 }") $(nvme get-feature /dev/nvme0 -f 6 | sed "s/.*Current value:/wce=/") write_cache=\"$(cat /sys/block/nvme0n1/queue/write_cache)\" $(wzero stat --record $dev | jq -r "\"record: cache \\(.cache.kernel) (kernel), \\(.cache.effective) (effective), flush needed \\(.cache.flush_needed)\"")"
 }
 flushlat() { # N: the flush latency, two ways: microseconds per fsync of the device (xfs_io
 	# with N + 1 fsyncs minus xfs_io with one: the mean, syscall included) and the median NVMe

@@ -16,5 +16,5 @@ echo
 echo "== wzero stat $img"
 "$repo/build/tools/wzero/wzero" stat "$img"
 echo
-echo "== wzero stat --json $img | jq '{recommended_method, cache}'"
-"$repo/build/tools/wzero/wzero" stat --json "$img" | jq '{recommended_method, cache}'
+echo "== wzero stat --record $img | jq '{recommended_method, cache}'"
+"$repo/build/tools/wzero/wzero" stat --record "$img" | jq '{recommended_method, cache}'

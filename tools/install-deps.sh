@@ -8,6 +8,8 @@ packages=(
 	# build
 	g++ make cmake pkg-config
 	liburing-dev libnvme-dev libjson-c-dev libmount-dev libblkid-dev
+	# the CLI's tables (lsblk's library; same source package as libmount)
+	libsmartcols-dev
 	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
 	# host tests
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time

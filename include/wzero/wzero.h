@@ -143,7 +143,7 @@ ssize_t wz_pwrite_zeros(int fd, size_t size, off_t offset);
 /* ------------------------------------------------------------------------------------ */
 
 /* Probe PATH (a regular file or a block device) and return its capability record as a JSON
- * document (the same document as `wzero stat --json`) in *json_out, to be released with
+ * document (the same document as `wzero stat --record`) in *json_out, to be released with
  * wz_free(). Returns 0, or a negative errno value; then, if errbuf is not NULL, a message
  * naming the path and the operation is written to it. */
 int wz_stat_json(const char *path, char **json_out, char *errbuf, unsigned long errbuf_len);

@@ -187,34 +187,44 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
 
 namespace {
 
-result<preallocate_report> verify_here(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                       verify_mode mode) {
+status verify_here(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
+                   preallocate_report& rep) {
+    rep.path = path;
+    rep.offset = offset;
+    rep.length = length;
     auto t = target::open_with_record(path, offset, length);
     if (!t) {
         return t.error();
     }
     auto& [fd, caps] = *t;
-    preallocate_report rep;
-    rep.path = path;
-    rep.offset = offset;
     rep.length = length;
     if (length == 0) {
         return make_error_msg(EINVAL, fmt::format("verify {}: empty range", path));
     }
-    if (auto e = zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep); !e.ok()) {
-        return std::move(e).error();
-    }
-    return rep;
+    return zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep);
 }
 
 }  // namespace
+
+namespace zero_check {
+
+status verify_path(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
+                   preallocate_report& rep) {
+    return in_private_fd_table<status>(fmt::format("verify {}", path),
+                                       [&] { return verify_here(path, offset, length, mode, rep); });
+}
+
+}  // namespace zero_check
 
 // Opens PATH and reopens it O_DIRECT: in a table of its own (util/private_fd_table.hpp), so
 // that the process keeps its POSIX locks on the file.
 result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                   verify_mode mode) {
-    return in_private_fd_table<result<preallocate_report>>(fmt::format("verify {}", path),
-                                                           [&] { return verify_here(path, offset, length, mode); });
+    preallocate_report rep;
+    if (auto s = zero_check::verify_path(path, offset, length, mode, rep); !s.ok()) {
+        return std::move(s).error();
+    }
+    return rep;
 }
 
 }  // namespace wz

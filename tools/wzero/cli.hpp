@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <string>
+#include <vector>
 
 namespace wzcli {
 
@@ -22,13 +23,23 @@ inline constexpr int exit_not_supported = 2;   // the requested method/operation
 // exit_failure for anything else.
 int status_for(const wz::error_info& e);
 
+// -o/--output LIST, -O/--output-all, -J/--json, -r/--raw, -n/--noheadings, --list-columns:
+// the table options of stat and map, as lsblk's (cli_table.hpp).
+struct table_args {
+    std::string output;
+    const CLI::Option* output_option = nullptr;  // given at all
+    bool output_all = false, json = false, raw = false, noheadings = false, list_columns = false;
+};
+
 struct stat_args {
-    std::string path;
-    bool json = false;
+    std::vector<std::string> paths;
+    std::string path;  // the one being looked at (main's out-of-memory message)
+    table_args table;
+    bool record = false;  // the capability record, one JSON document per path
     bool refresh = false;
 };
 void add_stat_command(CLI::App& app, stat_args& args);
-int run_stat(const stat_args& args);
+int run_stat(stat_args& args);
 
 struct alloc_args {
     std::string path, offset = "0", length, method = "auto", in_place = "auto", verify = "extents", rate;
@@ -49,12 +60,12 @@ int run_alloc(const alloc_args& args);
 struct map_args {
     std::string path, offset = "0", length;
     const CLI::Option* length_option = nullptr;  // given at all
-    bool json = false;
+    table_args table;
 };
 struct verify_args {
     std::string path, offset = "0", length;
     const CLI::Option* length_option = nullptr;  // given at all
-    bool data = false;
+    bool data = false, json = false;
 };
 void add_map_commands(CLI::App& app, map_args& map, verify_args& verify);
 int run_map(const map_args& args);

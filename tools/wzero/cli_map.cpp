@@ -2,9 +2,11 @@
 // wzero map | verify
 
 #include "cli.hpp"
+#include "cli_table.hpp"
 
 #include "util/errors.hpp"
 #include "util/json_text.hpp"
+#include "verify/verify.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -15,7 +17,11 @@
 #include <cstdio>
 #include <stdio_ext.h>
 
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <string_view>
+#include <vector>
 #include <system_error>
 
 namespace wzcli {
@@ -25,90 +31,194 @@ void add_map_commands(CLI::App& app, map_args& m, verify_args& v) {
     map->add_option("-o,--offset", m.offset, "Start of the range");
     m.length_option =
         map->add_option("-l,--length", m.length, "Length of the range (default: to the end of the file)");
-    map->add_flag("-J,--json", m.json, "Print JSON");
-    map->add_option("path", m.path, "Regular file")->required();
+    // -o is the offset here, as in fallocate(1) and every wzero command with a range: the
+    // column list is --output only.
+    add_table_options(map, m.table, "--output");
+    path_required_unless_list_columns(map, map->add_option("path", m.path, "Regular file"));
 
     CLI::App* ver = app.add_subcommand("verify", "Check that a range is written (and zero)");
     ver->add_option("-o,--offset", v.offset, "Start of the range");
     v.length_option =
         ver->add_option("-l,--length", v.length, "Length of the range (default: to the end of the file)");
     ver->add_flag("--data", v.data, "Also read the range back and check it is zeroes");
+    ver->add_flag("-J,--json", v.json, "Print one JSON document");
     ver->add_option("path", v.path, "File or block device")->required();
 }
 
 namespace {
 
-// Output that failed to reach stdout (a full disk, `>/dev/full`) ends the map: the walk stops
-// rather than go on producing what nobody receives. EPIPE never gets here: SIGPIPE ends the
-// process first, as for any filter.
-wz::status emit(std::string_view text) {
-    errno = 0;  // a short fwrite that set none must not report an earlier call's error
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
-        const int err = errno != 0 ? errno : EIO;
-        return wz::error_info{std::error_code(err, std::generic_category()), "write error: " + wz::errno_text(err)};
+enum map_column : std::size_t { col_offset, col_length, col_end, col_kind, col_flags, col_physical, col_lba, col_nlb,
+                                col_dealloc_aligned };
+
+const std::vector<column_info>& map_columns() {
+    static const std::vector<column_info> columns = {
+        {"OFFSET", column_type::number, true, 1, false, "start of the extent in the file, in bytes"},
+        {"LENGTH", column_type::number, true, 1, false, "length of the extent, in bytes"},
+        {"END", column_type::number, true, 1, false, "end of the extent in the file (OFFSET + LENGTH), in bytes"},
+        {"KIND", column_type::string, false, 1, false,
+         "written, unwritten, hole, delalloc, shared, encoded, inline or unknown"},
+        {"FLAGS", column_type::number, true, 1, false,
+         "FIEMAP_EXTENT_* flags as the kernel gave them (hexadecimal in text, a number in JSON)"},
+        {"PHYSICAL", column_type::number, true, 1, false,
+         "bytes from the start of the filesystem's block device (none for a hole)"},
+        {"LBA", column_type::number, true, 1, false,
+         "first logical block on the disk or NVMe namespace, the partition's start added (none where not known)"},
+        {"NLB", column_type::number, true, 1, false, "number of logical blocks (none where LBA is none)"},
+        {"DEALLOC-ALIGNED", column_type::boolean, false, 1, false,
+         "on the NVMe namespace's deallocation alignment (NPDA) and a multiple of its granularity (NPDG); "
+         "none off NVMe"},
+    };
+    return columns;
+}
+
+const std::vector<std::size_t> map_default_columns = {col_offset, col_length, col_kind, col_flags, col_physical,
+                                                      col_lba, col_nlb, col_dealloc_aligned};
+
+std::optional<std::string> map_cell(const wz::mapped_extent& e, std::size_t column, table_format format) {
+    const auto number = [](const auto& v) -> std::optional<std::string> {
+        return v ? std::optional<std::string>(fmt::format("{}", *v)) : std::nullopt;
+    };
+    switch (column) {
+    case col_offset:
+        return fmt::format("{}", e.offset);
+    case col_length:
+        return fmt::format("{}", e.length);
+    case col_end:
+        return fmt::format("{}", e.offset + e.length);
+    case col_kind:
+        return e.kind;
+    case col_flags:
+        return format == table_format::json ? fmt::format("{}", e.flags) : fmt::format("{:#x}", e.flags);
+    case col_physical:
+        return number(e.physical);
+    case col_lba:
+        return number(e.lba);
+    case col_nlb:
+        return e.lba ? std::optional<std::string>(fmt::format("{}", e.nlb)) : std::nullopt;
+    case col_dealloc_aligned:
+        return e.dealloc_aligned ? std::optional<std::string>(*e.dealloc_aligned ? "1" : "0") : std::nullopt;
+    default:
+        return std::nullopt;
     }
-    return {};
 }
 
-// One element of `map --json`'s "extents", laid out exactly as nlohmann's dump(2) of the
-// whole document indents it (four spaces in), so that the streamed document is byte for byte
-// the one a single dump printed before (host/030 checks the layout against jq's, which is the
-// same). Formatted directly: a
-// JSON value per extent cost more time than the FIEMAP walk itself. Only "kind" is a string,
-// and it goes through the JSON dumper.
-std::string extent_json(const wz::mapped_extent& e) {
-    const auto number_or_null = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string("null"); };
-    return fmt::format("    {{\n      \"offset\": {},\n      \"length\": {},\n      \"kind\": {},\n"
-                       "      \"flags\": {},\n      \"physical\": {},\n      \"lba\": {},\n      \"nlb\": {},\n"
-                       "      \"dealloc_aligned\": {}\n    }}",
-                       e.offset, e.length, wz::dump_json(nlohmann::ordered_json(e.kind)), e.flags,
-                       number_or_null(e.physical), number_or_null(e.lba), e.nlb,
-                       e.dealloc_aligned ? (*e.dealloc_aligned ? "true" : "false") : "null");
+std::vector<std::optional<std::string>> map_row(const wz::mapped_extent& e, const std::vector<std::size_t>& selected,
+                                                table_format format) {
+    std::vector<std::optional<std::string>> row;
+    row.reserve(selected.size());
+    for (std::size_t c : selected) {
+        row.push_back(map_cell(e, c, format));
+    }
+    return row;
 }
 
-std::string extent_line(const wz::mapped_extent& e) {
-    return fmt::format("{:>14} {:>14} {:<12} {:>#8x} {:>14} {:>12} {:>10} {}\n", e.offset, e.length, e.kind, e.flags,
-                       e.physical ? fmt::format("{}", *e.physical) : "-", e.lba ? fmt::format("{}", *e.lba) : "-",
-                       e.lba ? fmt::format("{}", e.nlb) : "-",
-                       e.dealloc_aligned ? (*e.dealloc_aligned ? "yes" : "no") : "-");
-}
+// Rows printed at a time: libsmartcols holds every line of a table in memory.
+constexpr std::size_t map_chunk_rows = 1024;
 
 }  // namespace
 
-// Streams the map as the library hands it out (wz::map_extents with a callback): one extent
-// in memory at a time, so that RSS does not grow with the file's extent count (issue 12:
-// 150k extents took 531 MB as one JSON value). Nothing is printed before the first extent
-// arrives, so an error opening or probing the file leaves stdout empty, as before; a FIEMAP
-// failure part-way leaves the output cut short (the JSON document unterminated, so that no
-// parser takes it for a complete map) and exits 1.
+// Streams the map as the library hands it out (wz::map_extents with a callback) into a
+// libsmartcols table printed a chunk of rows at a time, its lines removed after each: memory
+// stays bounded whatever the file's extent count (issue 12: 150k extents took 531 MB as one
+// JSON value). A terminal table needs the same column widths in every chunk: a map longer than
+// one chunk is walked once more first, measuring each column's widest cell (the widths are the
+// whole map's, as in one table). Nothing is printed before the first chunk is full or the walk
+// ends, so an error opening or probing the file leaves stdout empty; a FIEMAP failure part-way
+// prints the rows mapped before it and leaves the JSON document unterminated, so that no parser
+// takes it for a complete map, and exits 1.
 int run_map(const map_args& a) {
+    const auto format = format_of(a.table);
+    if (!format) {
+        return exit_failure;
+    }
+    if (a.table.list_columns) {
+        std::string out;
+        auto s = list_columns("wzero-map-columns", map_columns(), *format, out);
+        if (s.ok()) {
+            s = write_stdout(out);
+        }
+        if (!s.ok()) {
+            print_error(s.error().message);
+            return exit_failure;
+        }
+        return exit_ok;
+    }
+    auto selected = select_columns(map_columns(), map_default_columns, output_list(a.table), a.table.output_all);
+    if (!selected) {
+        return exit_failure;
+    }
     std::uint64_t offset = 0, length = 0;
     if (!parse_range_args(a.offset, a.length, a.length_option->count() > 0, offset, length)) {
         return exit_failure;
     }
-    const std::string json_head =
-        fmt::format("{{\n  \"path\": {},\n  \"extents\": [", wz::dump_json(nlohmann::ordered_json(a.path)));
-    const std::string text_head = fmt::format("{:>14} {:>14} {:<12} {:>8} {:>14} {:>12} {:>10} {}\n", "offset",
-                                              "length", "kind", "flags", "physical", "lba", "nlb", "dealloc-aligned");
-    bool started = false;
-    auto s = wz::map_extents(a.path, offset, length, [&](const wz::mapped_extent& e) -> wz::status {
-        std::string chunk;
-        if (a.json) {
-            chunk = started ? ",\n" : json_head + "\n";
-            chunk += extent_json(e);
-        } else {
-            chunk = started ? extent_line(e) : text_head + extent_line(e);
+    auto tb = std::make_unique<table>("extents", map_columns(), *selected, *format, a.table.noheadings);
+    bool started = false;       // something was written to stdout
+    bool output_failed = false;  // and a write of it failed
+    bool widths_fixed = *format != table_format::human;
+    bool need_widths = false;
+    std::string chunk;
+    const auto flush = [&]() -> wz::status {
+        chunk.clear();
+        if (!started && *format == table_format::json) {
+            chunk = tb->json_begin();
+        }
+        if (auto s = tb->print_chunk(chunk); !s.ok()) {
+            return s;
         }
         started = true;
-        return emit(chunk);
-    });
-    if (a.json && s.ok()) {
-        s = emit(started ? "\n  ]\n}\n" : json_head + "]\n}\n");
-    } else if (!started && s.ok()) {
-        s = emit(text_head);
+        auto s = write_stdout(chunk);
+        output_failed = !s.ok();
+        return s;
+    };
+    const auto on_extent = [&](const wz::mapped_extent& e) -> wz::status {
+        if (auto s = tb->add_row(map_row(e, *selected, *format)); !s.ok()) {
+            return s;
+        }
+        if (tb->rows() < map_chunk_rows) {
+            return {};
+        }
+        if (!widths_fixed) {
+            need_widths = true;
+            return wz::error_info{std::make_error_code(std::errc::operation_canceled), "measure the widths first"};
+        }
+        return flush();
+    };
+    auto s = wz::map_extents(a.path, offset, length, on_extent);
+    if (need_widths) {
+        tb = std::make_unique<table>("extents", map_columns(), *selected, *format, a.table.noheadings);
+        std::vector<std::size_t> widths(selected->size());
+        for (std::size_t i = 0; i < selected->size(); ++i) {
+            widths[i] = std::string_view(map_columns()[(*selected)[i]].name).size();
+        }
+        s = wz::map_extents(a.path, offset, length, [&](const wz::mapped_extent& e) -> wz::status {
+            for (std::size_t i = 0; i < selected->size(); ++i) {
+                const auto cell = map_cell(e, (*selected)[i], *format);
+                widths[i] = std::max(widths[i], cell ? cell->size() : 0);
+            }
+            return {};
+        });
+        if (s.ok()) {
+            for (std::size_t i = 0; i < widths.size(); ++i) {
+                tb->fix_width(i, widths[i]);
+            }
+            widths_fixed = true;
+            s = wz::map_extents(a.path, offset, length, on_extent);
+        }
+    }
+    if (!output_failed && (s.ok() || started || tb->rows() > 0)) {
+        // The rows mapped before a failure part-way are printed too (the walk hands out what
+        // it mapped); an error before the first extent leaves stdout empty.
+        auto printed = tb->rows() > 0 || (s.ok() && !started) ? flush() : wz::status();
+        if (!printed.ok() && s.ok()) {
+            s = printed;
+        }
+    }
+    if (s.ok() && *format == table_format::json) {
+        s = write_stdout(table::json_end());
+        output_failed = !s.ok();
     }
     if (!s.ok()) {
-        if (std::ferror(stdout) != 0) {
+        if (output_failed || std::ferror(stdout) != 0) {
             // The write error is said here, with the command and path; what stdio still holds
             // could not be written either, and finish_stdout() must not say it twice.
             print_error(fmt::format("map {}: standard output: {}", a.path, s.error().message));
@@ -116,8 +226,8 @@ int run_map(const map_args& a) {
             std::clearerr(stdout);
             return exit_failure;
         }
-        if (started) {
-            (void)emit("\n");  // wz: ignored-error (the map's own error is the one to report)
+        if (started && *format == table_format::json) {
+            (void)write_stdout("\n");  // wz: ignored-error (the map's own error is the one to report)
         }
         print_error(s.error().message);
         return status_for(s.error());
@@ -125,23 +235,38 @@ int run_map(const map_args& a) {
     return exit_ok;
 }
 
+// Exit status 0 only for a range proven written (and zero, with --data); 1 for anything else:
+// an error, a range found not written or not zero, and a range that cannot be proven here (no
+// extent map: tmpfs; a block device without --data).
 int run_verify(const verify_args& a) {
     std::uint64_t offset = 0, length = 0;
-    if (!parse_range_args(a.offset, a.length, a.length_option->count() > 0, offset,
-                          length)) {
+    if (!parse_range_args(a.offset, a.length, a.length_option->count() > 0, offset, length)) {
         return exit_failure;
     }
-    auto r = wz::verify(a.path, offset, length, a.data ? wz::verify_mode::data : wz::verify_mode::extents);
-    if (!r) {
-        print_error(r.error().message);
+    const wz::verify_mode mode = a.data ? wz::verify_mode::data : wz::verify_mode::extents;
+    wz::preallocate_report rep;
+    const wz::status s = wz::zero_check::verify_path(a.path, offset, length, mode, rep);
+    if (a.json) {
+        nlohmann::ordered_json j;
+        j["path"] = a.path;
+        j["offset"] = rep.offset;
+        j["length"] = rep.length;
+        j["mode"] = a.data ? "data" : "extents";
+        j["verified"] = rep.verified ? nlohmann::ordered_json(*rep.verified) : nlohmann::ordered_json(nullptr);
+        j["detail"] = rep.verify_detail.empty() ? nlohmann::ordered_json(nullptr)
+                                                : nlohmann::ordered_json(rep.verify_detail);
+        if (!s.ok()) {
+            j["error"] = s.error().message;
+        }
+        fmt::print("{}\n", wz::dump_json(std::move(j)));
+    } else if (s.ok()) {
+        fmt::print("{}: {}: {}\n", a.path, rep.verified ? "ok" : "not proven", rep.verify_detail);
+    }
+    if (!s.ok()) {
+        print_error(s.error().message);
         return exit_failure;
     }
-    if (!r->verified) {
-        fmt::print("{}: not proven: {}\n", a.path, r->verify_detail);
-        return exit_not_supported;
-    }
-    fmt::print("{}: ok: {}\n", a.path, r->verify_detail);
-    return exit_ok;
+    return rep.verified.value_or(false) ? exit_ok : exit_failure;
 }
 
 }  // namespace wzcli
