@@ -117,7 +117,11 @@ std::string signal_name(int sig);
 std::shared_ptr<CLI::FormatterBase> help_formatter();
 std::string version_text(const std::string& program);
 
-// "wzero: MESSAGE" on stderr. Neither throws: a closed or full stderr loses the text only.
+// The name messages start with: "wzero", or the name wzero-fallocate was run under.
+void set_program_name(const char* name);
+const char* program();
+
+// "wzero: MESSAGE" on stderr (PROGRAM: MESSAGE). Neither throws: a closed or full stderr loses the text only.
 void print_error(const std::string& message);
 void print_stderr(const std::string& text);
 

@@ -42,14 +42,10 @@ namespace wzcli {
 
 namespace {
 
-// program_invocation_short_name, as util-linux's messages use it: "wzero-fallocate", or
-// "fallocate" when run through a link of that name.
-std::string program() {
-    return program_invocation_short_name;
-}
-
+// Messages go out under program_invocation_short_name, as util-linux's do: "wzero-fallocate",
+// or "fallocate" when run through a link of that name (main() sets it: wzcli::program()).
 void say(const std::string& message) {
-    print_stderr(program() + ": " + message + "\n");
+    print_error(message);
 }
 
 int usage_error(const std::string& message) {
@@ -431,18 +427,6 @@ int parse_and_run(int argc, char** argv) {
     return run(rq);
 }
 
-// util-linux's close_stdout(): output that did not reach its file is a failure.
-int finish_stdout(int status) {
-    errno = 0;
-    const bool flush_failed = std::fflush(stdout) != 0;
-    const int err = flush_failed ? errno : 0;
-    if ((flush_failed || std::ferror(stdout) != 0) && err != EPIPE) {
-        say(err != 0 ? "write error: " + wz::errno_text(err) : std::string("write error"));
-        status = exit_failure;
-    }
-    return status;
-}
-
 }  // namespace
 
 bool invoked_as_fallocate(const char* argv0) {
@@ -457,21 +441,7 @@ bool invoked_as_fallocate(const char* argv0) {
 }
 
 int run_fallocate(int argc, char** argv) {
-    // As wzero's main(): past RLIMIT_FSIZE the call fails with EFBIG instead of a silent kill,
-    // and this process takes no POSIX record locks, so the library runs in place.
-    (void)std::signal(SIGXFSZ, SIG_IGN);  // wz: ignored-error (SIG_ERR only for an invalid signal)
-    wz::private_fd_table::process_takes_no_posix_locks();
-    int status = exit_failure;
-    try {
-        status = parse_and_run(argc, argv);
-    } catch (const std::bad_alloc&) {
-        (void)std::fputs((program() + ": out of memory\n").c_str(), stderr);  // wz: ignored-error
-        status = exit_failure;
-    } catch (const std::exception& e) {
-        say(e.what());
-        status = exit_failure;
-    }
-    return finish_stdout(status);
+    return parse_and_run(argc, argv);
 }
 
 }  // namespace wzcli

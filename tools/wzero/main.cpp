@@ -35,8 +35,20 @@ void print_stderr(const std::string& text) {
     (void)std::fwrite(text.data(), 1, text.size(), stderr);  // wz: ignored-error (nowhere left to say it)
 }
 
+namespace {
+const char* program_name = "wzero";
+}  // namespace
+
+void set_program_name(const char* name) {
+    program_name = name;
+}
+
+const char* program() {
+    return program_name;
+}
+
 void print_error(const std::string& message) {
-    print_stderr("wzero: " + message + "\n");
+    print_stderr(std::string(program_name) + ": " + message + "\n");
 }
 
 CLI::Validator positive_integer(std::uint64_t max) {
@@ -221,9 +233,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Run as wzero-fallocate (or through a link named fallocate): fallocate's command line.
-    if (argc > 0 && wzcli::invoked_as_fallocate(argv[0])) {
-        return wzcli::run_fallocate(argc, argv);
+    // Run as wzero-fallocate (or through a link named fallocate): fallocate's command line,
+    // with messages under that name.
+    const bool fallocate = argc > 0 && wzcli::invoked_as_fallocate(argv[0]);
+    if (fallocate) {
+        wzcli::set_program_name(program_invocation_short_name);
     }
     // Past RLIMIT_FSIZE (`ulimit -f`) a write or fallocate raises SIGXFSZ, whose default
     // action kills the process with no word said. Ignored, the call fails with EFBIG instead,
@@ -234,10 +248,11 @@ int main(int argc, char** argv) {
     wz::private_fd_table::process_takes_no_posix_locks();
     int status = wzcli::exit_failure;
     try {
-        status = run(argc, argv);
+        status = fallocate ? wzcli::run_fallocate(argc, argv) : run(argc, argv);
     } catch (const std::bad_alloc&) {
         // Outside a command (parsing, help): nothing to name, and no memory to build a message.
-        (void)std::fputs("wzero: out of memory\n", stderr);  // wz: ignored-error (nowhere left to say it)
+        (void)std::fputs(wzcli::program(), stderr);          // wz: ignored-error (nowhere left to say it)
+        (void)std::fputs(": out of memory\n", stderr);       // wz: ignored-error (nowhere left to say it)
         status = wzcli::exit_failure;
     } catch (const std::system_error& e) {
         // fmt::print throws when a write to stdout fails; the buffer it failed on is gone, so
