@@ -21,6 +21,7 @@
 
 namespace {
 
+using wz::testing::contents;
 using wz::testing::scratch_dir;
 
 std::set<std::string> entries(const std::string& dir) {
@@ -36,17 +37,6 @@ std::set<std::string> entries(const std::string& dir) {
         }
     }
     ::closedir(d);
-    return out;
-}
-
-std::string contents(const std::string& path) {
-    std::string out;
-    wz::unique_fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    char buf[65536];
-    ssize_t n = 0;
-    while (f.get() >= 0 && (n = ::read(f.get(), buf, sizeof(buf))) > 0) {
-        out.append(buf, static_cast<std::size_t>(n));
-    }
     return out;
 }
 

@@ -3,7 +3,9 @@
 // O_DIRECT and extents need one, so not /tmp, which may be tmpfs), removed afterwards.
 #pragma once
 
+#include <fcntl.h>
 #include <stdlib.h>  // mkdtemp
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -38,5 +40,20 @@ public:
 private:
     std::filesystem::path path_;
 };
+
+// The whole content of PATH ("" if it cannot be opened), read through the page cache.
+inline std::string contents(const std::string& path) {
+    std::string out;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    char buf[65536];
+    ssize_t n = 0;
+    while (fd >= 0 && (n = ::read(fd, buf, sizeof(buf))) > 0) {
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    return out;
+}
 
 }  // namespace wz::testing

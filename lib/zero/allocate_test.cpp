@@ -19,20 +19,10 @@
 
 namespace {
 
+using wz::testing::contents;
 using wz::testing::scratch_dir;
 
 constexpr std::uint64_t kib = 1024;
-
-std::string contents(const std::string& path) {
-    std::string out;
-    wz::unique_fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    char buf[65536];
-    ssize_t n = 0;
-    while (f.get() >= 0 && (n = ::read(f.get(), buf, sizeof(buf))) > 0) {
-        out.append(buf, static_cast<std::size_t>(n));
-    }
-    return out;
-}
 
 std::string pattern(std::size_t n, char base) {
     std::string s(n, '\0');
