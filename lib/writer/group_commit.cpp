@@ -74,11 +74,20 @@ void flush_batcher::unstart_flush() {
     in_flight_ = false;
 }
 
-std::vector<std::uint32_t> flush_batcher::flush_completed() {
+const std::vector<std::uint32_t>& flush_batcher::flush_completed() {
     in_flight_ = false;
-    std::vector<std::uint32_t> done;
-    done.swap(covered_);
-    return done;
+    // The three lists trade buffers and keep their capacity (reserve()).
+    done_.clear();
+    done_.swap(covered_);
+    return done_;
+}
+
+void flush_batcher::reserve(std::size_t n) {
+    for (auto* v : {&waiting_, &covered_, &done_}) {
+        if (v->capacity() < n) {
+            v->reserve(2 * n);
+        }
+    }
 }
 
 }  // namespace wz::writer_detail

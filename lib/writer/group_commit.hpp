@@ -88,8 +88,11 @@ public:
     // The flush could not be queued after all: its writes wait again, for the next look.
     void unstart_flush();
     // The flush came back: returns the writes it covered (durable, or failed with its error),
-    // which are no longer held here.
-    std::vector<std::uint32_t> flush_completed();
+    // which are no longer held here. Valid until the next call.
+    const std::vector<std::uint32_t>& flush_completed();
+    // Room for N writes in every list, so that completions and flushes never allocate (the
+    // psync pool's workers cannot report a failed allocation).
+    void reserve(std::size_t n);
 
     [[nodiscard]] bool flush_in_flight() const noexcept { return in_flight_; }
     [[nodiscard]] std::size_t waiting() const noexcept { return waiting_.size(); }
@@ -99,6 +102,7 @@ public:
 private:
     std::vector<std::uint32_t> waiting_;  // completed, waiting for a flush
     std::vector<std::uint32_t> covered_;  // made durable by the flush in flight
+    std::vector<std::uint32_t> done_;     // what the last flush_completed() returned
     bool in_flight_ = false;
     clock::time_point waiting_since_;  // when the oldest of waiting_ completed
     double write_mean_us_ = 0;

@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <exception>
+#include <new>
 #include <system_error>
 
 namespace wz::writer_detail {
@@ -39,6 +42,16 @@ psync_pool::~psync_pool() {
 
 status psync_pool::submit(const job& j) {
     std::unique_lock lock(mutex_);
+    // Room for every job in flight to finish without allocating on a worker (finish(), the
+    // group commit's lists): a failure here is the caller's bad_alloc, which it can report.
+    const std::size_t jobs = in_flight_ + 1;
+    if (ready_.capacity() < ready_.size() + jobs) {
+        ready_.reserve(2 * (ready_.size() + jobs));
+    }
+    if (free_slots_.capacity() < slots_.size() + 1) {
+        free_slots_.reserve(2 * (slots_.size() + 1));
+    }
+    group_.reserve(jobs);
     std::uint32_t slot = 0;
     if (free_slots_.empty()) {
         slot = static_cast<std::uint32_t>(slots_.size());
@@ -71,17 +84,50 @@ status psync_pool::submit(const job& j) {
     return {};
 }
 
-void psync_pool::finish(std::uint32_t slot, const status& st) {
+// Runs on the workers, where an allocation failing could not be reported (an exception
+// leaving a thread ends the process): ready_ and free_slots_ have room reserved by submit(),
+// and the error's text is moved, not copied.
+void psync_pool::finish(std::uint32_t slot, status st) {
     const job& j = slots_[slot];
     finished f;
     f.user_data = j.user_data;
     f.len = j.len;
     f.alone = j.alone;
-    f.error = error_of(st);
+    if (!st.ok()) {
+        f.error = std::move(st).error();
+    }
     f.latency_us = std::chrono::duration<double, std::micro>(clock::now() - j.t0).count();
     ready_.push_back(std::move(f));
     free_slots_.push_back(slot);
 }
+
+namespace {
+
+// A write or flush function that throws would end the process (an exception leaving a
+// thread calls std::terminate): under RLIMIT_AS (`ulimit -v`) the writer's own small
+// allocations can fail on these threads. It becomes that job's error instead, which the
+// caller gets from complete() like any other (fstests host/031 under --engine psync).
+template <class F>
+status without_exceptions(F&& f, const char* what, std::uint64_t offset, std::size_t len) noexcept {
+    try {
+        return f();
+    } catch (const std::bad_alloc&) {
+        // This thread's malloc arena may be the one that cannot grow: the message with its
+        // range may not be possible either, and then a short one (std::string's in-place
+        // buffer, no allocation) is.
+        try {
+            return error_info{std::error_code(ENOMEM, std::generic_category()),
+                              fmt::format("{} [offset {}, length {}]: out of memory", what, offset, len)};
+        } catch (const std::bad_alloc&) {
+            return error_info{std::error_code(ENOMEM, std::generic_category()), "out of memory"};
+        }
+    } catch (const std::exception& e) {
+        return error_info{std::error_code(EIO, std::generic_category()),
+                          fmt::format("{} [offset {}, length {}]: {}", what, offset, len, e.what())};
+    }
+}
+
+}  // namespace
 
 void psync_pool::work() {
     ::pthread_setname_np(::pthread_self(), "wz-psync");
@@ -98,12 +144,12 @@ void psync_pool::work() {
         const job j = slots_[slot];
         ++running_;
         lock.unlock();
-        const status st = write_(j);
+        status st = without_exceptions([&] { return write_(j); }, "write (psync)", j.offset, j.len);
         lock.lock();
         --running_;
         auto now = clock::now();
         if (!st.ok() || !flush_ || j.alone) {
-            finish(slot, st);
+            finish(slot, std::move(st));
             done_cv_.notify_all();
         } else {
             group_.write_completed(slot, now - j.t0, now);
@@ -117,7 +163,7 @@ void psync_pool::work() {
         while (group_.flush_due(now, in_flight_ - ready_.size())) {
             group_.start_flush();
             lock.unlock();
-            const status flushed = flush_();
+            const status flushed = without_exceptions([&] { return flush_(); }, "flush (psync)", 0, 0);
             lock.lock();
             for (const std::uint32_t id : group_.flush_completed()) {
                 if (flushed.ok()) {

@@ -79,7 +79,7 @@ public:
 private:
     void work();
     // With mutex_ held: `slot` is durable or failed; frees the slot.
-    void finish(std::uint32_t slot, const status& st);
+    void finish(std::uint32_t slot, status st);
 
     const unsigned max_threads_;
     const write_fn write_;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <cctype>
@@ -238,6 +239,13 @@ int main(int argc, char** argv) {
     const bool fallocate = argc > 0 && wzcli::invoked_as_fallocate(argv[0]);
     if (fallocate) {
         wzcli::set_program_name(program_invocation_short_name);
+    }
+    // Under RLIMIT_AS (`ulimit -v`) glibc's per-thread malloc arenas, each reserving 64 MiB
+    // of address space, fail on the worker threads long before memory runs out. One arena
+    // grows within the limit like the main thread's heap; without a limit the default (an
+    // arena per core) stays.
+    if (rlimit as{}; ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        (void)::mallopt(M_ARENA_MAX, 1);  // wz: ignored-error (0 only for an unknown parameter)
     }
     // Past RLIMIT_FSIZE (`ulimit -f`) a write or fallocate raises SIGXFSZ, whose default
     // action kills the process with no word said. Ignored, the call fails with EFBIG instead,
