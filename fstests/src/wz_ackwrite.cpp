@@ -83,10 +83,12 @@ void print_usage() {
         "    stdout: \"open RUN_ID MODE COMPLETION ALIGNMENT\", \"reason TEXT\", \"ack SEQ OFFSET\" per\n"
         "    acknowledged write, and at the end \"stats writes=N bytes=N fua_writes=N flushes=N ...\n"
         "    engine=io_uring|psync\".\n"
-        "  wz_ackwrite verify [--via odirect|nvme] [--nvme-dev /dev/ngXnY] [--run-id ID] PATH ACKS\n"
+        "  wz_ackwrite verify [--via odirect|nvme] [--nvme-dev /dev/ngXnY] [--run-id ID] [--map MAP] PATH ACKS\n"
         "      reads every block listed by the \"ack\" lines of ACKS (the run id from its \"open\"\n"
         "      line) with O_DIRECT, or with NVMe Read through the namespace's char device (--via\n"
-        "      nvme: no page cache of the block device can answer); prints\n"
+        "      nvme: no page cache of the block device can answer); with --map, PATH is the device (or\n"
+        "      its image) under the file the acks were written to, MAP its extent map, lines\n"
+        "      \"FILE_OFFSET DEVICE_OFFSET LENGTH\" in bytes; prints\n"
         "      \"verify: N acked, N intact, N bad\" and one line per bad block on stderr.\n"
         "  wz_ackwrite refresh [--mode M] [--unsafe] [--trace-marker] PATH [--then CMD]...\n"
         "      opens a writer over the first 1 MiB, then for each CMD runs it (sh -c), calls\n"
@@ -567,8 +569,36 @@ struct nvme_reader : block_reader {
     }
 };
 
+// An extent map: "FILE_OFFSET DEVICE_OFFSET LENGTH" lines (bytes), as fstests/common/ackwrite's
+// _extent_map prints them.
+struct extent_t {
+    std::uint64_t file, device, length;
+};
+
+std::vector<extent_t> read_map(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) {
+        std::fprintf(stderr, "wz_ackwrite: cannot read %s\n", path.c_str());
+        std::exit(exit_failure);
+    }
+    std::vector<extent_t> map;
+    extent_t e{};
+    while (in >> e.file >> e.device >> e.length) {
+        map.push_back(e);
+    }
+    if (!in.eof() || map.empty()) {
+        std::fprintf(stderr, "wz_ackwrite: %s is not an extent map (\"FILE DEVICE LENGTH\" lines)\n", path.c_str());
+        std::exit(exit_failure);
+    }
+    return map;
+}
+
 int run_verify(const std::string& path, const std::string& acks, const std::string& via, std::string nvme_dev,
-               std::optional<std::uint64_t> run_id) {
+               std::optional<std::uint64_t> run_id, const std::string& map_path) {
+    std::vector<extent_t> map;
+    if (!map_path.empty()) {
+        map = read_map(map_path);
+    }
     std::ifstream in(acks);
     if (!in) {
         std::fprintf(stderr, "wz_ackwrite: cannot read %s\n", acks.c_str());
@@ -597,7 +627,7 @@ int run_verify(const std::string& path, const std::string& acks, const std::stri
             }
         }
     }
-    if (!run_id) {
+    if (!run_id && !list.empty()) {
         std::fprintf(stderr, "wz_ackwrite: %s has no \"open\" line and no --run-id was given\n", acks.c_str());
         return exit_failure;
     }
@@ -621,7 +651,21 @@ int run_verify(const std::string& path, const std::string& acks, const std::stri
     auto want = alloc_aligned(block_bytes, 4096);
     std::uint64_t intact = 0, bad = 0;
     for (const auto& a : list) {
-        std::string why = reader->read(buf.get(), a.offset);
+        std::uint64_t at = a.offset;
+        std::string why;
+        if (!map.empty()) {
+            why = "not in the extent map";
+            for (const auto& e : map) {
+                if (a.offset >= e.file && a.offset - e.file + block_bytes <= e.length) {
+                    at = e.device + (a.offset - e.file);
+                    why.clear();
+                    break;
+                }
+            }
+        }
+        if (why.empty()) {
+            why = reader->read(buf.get(), at);
+        }
         if (why.empty()) {
             fill_block(want.get(), *run_id, a.seq, a.offset);
             if (std::memcmp(buf.get(), want.get(), block_bytes) == 0) {
@@ -860,7 +904,7 @@ int main(int argc, char** argv) {
         return args[++i];
     };
     write_args w;
-    std::string via = "odirect", nvme_dev;
+    std::string via = "odirect", nvme_dev, map_path;
     std::optional<std::uint64_t> run_id;
     std::vector<std::string> steps;
     for (std::size_t i = 1; i < args.size(); ++i) {
@@ -904,6 +948,8 @@ int main(int argc, char** argv) {
             via = value(i);
         } else if (o == "--nvme-dev") {
             nvme_dev = value(i);
+        } else if (o == "--map") {
+            map_path = value(i);
         } else if (o == "--then") {
             steps.push_back(value(i));
         } else if (o.size() > 1 && o[0] == '-') {
@@ -930,7 +976,7 @@ int main(int argc, char** argv) {
         if (pos.size() != 2) {
             usage_error("verify takes PATH and ACKS");
         }
-        return run_verify(pos[0], pos[1], via, nvme_dev, run_id);
+        return run_verify(pos[0], pos[1], via, nvme_dev, run_id, map_path);
     }
     if (cmd == "refresh") {
         if (pos.size() != 1) {
