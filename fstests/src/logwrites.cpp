@@ -67,6 +67,7 @@ parsed_log parse_log(const unsigned char* data, std::size_t size, std::uint64_t 
             return log;
         }
         const unsigned char* e = data + at;
+        const std::size_t entry_at = at;
         if (all_zero(e, ss)) {
             if (counted) {
                 log.error = fmt::format("entry {} of {} (log byte {}): an all-zero entry", i, log.nr_entries, at);
@@ -80,7 +81,7 @@ parsed_log parse_log(const unsigned char* data, std::size_t size, std::uint64_t 
         const std::uint64_t data_len = le64(e + 24);
         auto bad = [&](const std::string& why) {
             log.error = fmt::format("entry {}{} (log byte {}, sector {}, nr_sectors {}, flags {:#x}): {}", i,
-                                    counted ? "" : " (past the superblock's count)", at, entry.sector,
+                                    counted ? "" : " (past the superblock's count)", entry_at, entry.sector,
                                     entry.nr_sectors, entry.flags, why);
             return log;
         };
