@@ -22,6 +22,8 @@
 
 #include <wzero/wzero.hpp>
 
+#include "replay_marker.hpp"
+
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/nvme_ioctl.h>
@@ -80,6 +82,9 @@ void print_usage() {
         "      --run-id ID          the run id in the pattern (default: from the clock and pid)\n"
         "      --order seq|scatter  block order (default scatter: a fixed permutation of the range)\n"
         "      --trace-marker       also write \"wzack SEQ OFFSET\" to " "/sys/kernel/tracing/trace_marker\n"
+        "      --mark-area DEV:OFF:LEN --mark-tag TAG   before printing the \"open\" line and each \"ack\"\n"
+        "                           line, write it as a marker block (fstests/src/replay_marker.hpp)\n"
+        "                           into [OFF, OFF+LEN) of DEV with O_DIRECT, from the acking thread\n"
         "    stdout: \"open RUN_ID MODE COMPLETION ALIGNMENT\", \"reason TEXT\", \"ack SEQ OFFSET\" per\n"
         "    acknowledged write, and at the end \"stats writes=N bytes=N fua_writes=N flushes=N ...\n"
         "    engine=io_uring|psync\".\n"
@@ -305,16 +310,29 @@ struct write_args {
     unsigned threads = 1, qd = 0;
     std::uint64_t count = 0, run_id = 0;
     bool scatter = true, trace_marker = false;
+    std::string mark_area, mark_tag;  // --mark-area DEV:OFF:LEN, --mark-tag TAG
 };
 
 struct acker {
     int marker_fd = -1;
+    wzt::marker_area* area = nullptr;  // the write log's markers (issue 16), or none
+    std::string tag;
     std::atomic<std::uint64_t> acked{0};
+    // A line for stdout, marked in the marker area first when there is one.
+    void line(const std::string& text) {
+        if (area != nullptr) {
+            if (auto why = area->write(tag.empty() ? text : tag + " " + text); !why.empty()) {
+                std::fprintf(stderr, "wz_ackwrite: marker: %s\n", why.c_str());
+                std::exit(exit_failure);
+            }
+        }
+        write_line(STDOUT_FILENO, text + "\n");
+    }
     void ack(std::uint64_t seq, std::uint64_t offset) {
         if (marker_fd >= 0) {
             write_line(marker_fd, fmt::format("wzack {} {}\n", seq, offset));
         }
-        write_line(STDOUT_FILENO, fmt::format("ack {} {}\n", seq, offset));
+        line(fmt::format("ack {} {}", seq, offset));
         acked++;
     }
 };
@@ -355,9 +373,25 @@ int run_write(const write_args& a) {
             return exit_failure;
         }
     }
+    wzt::marker_area area;
+    if (!a.mark_area.empty()) {
+        const auto c1 = a.mark_area.rfind(':');
+        const auto c2 = c1 == std::string::npos || c1 == 0 ? std::string::npos : a.mark_area.rfind(':', c1 - 1);
+        if (c2 == std::string::npos) {
+            usage_error("--mark-area wants DEV:OFF:LEN");
+        }
+        if (auto why = area.open(a.mark_area.substr(0, c2), parse_size(a.mark_area.substr(c2 + 1, c1 - c2 - 1), "OFF"),
+                                 parse_size(a.mark_area.substr(c1 + 1), "LEN"));
+            !why.empty()) {
+            std::fprintf(stderr, "wz_ackwrite: --mark-area: %s\n", why.c_str());
+            return exit_failure;
+        }
+        ack.area = &area;
+        ack.tag = a.mark_tag;
+    }
     const bool async = a.qd > 0;
-    write_line(STDOUT_FILENO, fmt::format("open {:#x} {} {} {}\n", a.run_id, wz::to_string(w->mode()),
-                                          async ? wz::to_string(w->completion()) : "sync", w->alignment()));
+    ack.line(fmt::format("open {:#x} {} {} {}", a.run_id, wz::to_string(w->mode()),
+                         async ? wz::to_string(w->completion()) : "sync", w->alignment()));
     write_line(STDOUT_FILENO, fmt::format("reason {}\n", w->reason()));
     const block_order order(blocks, a.scatter);
     auto offset_of = [&](std::uint64_t seq) { return a.offset + order.at(seq) * block_bytes; };
@@ -944,6 +978,10 @@ int main(int argc, char** argv) {
             w.scatter = v == "scatter";
         } else if (o == "--trace-marker") {
             w.trace_marker = true;
+        } else if (o == "--mark-area") {
+            w.mark_area = value(i);
+        } else if (o == "--mark-tag") {
+            w.mark_tag = value(i);
         } else if (o == "--via") {
             via = value(i);
         } else if (o == "--nvme-dev") {

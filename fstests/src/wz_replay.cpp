@@ -46,6 +46,7 @@
 // or a malformed log, 2 usage.
 
 #include "logwrites.hpp"
+#include "replay_marker.hpp"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -79,8 +80,8 @@ namespace {
 
 constexpr int exit_violation = 1;
 constexpr int exit_usage = 2;
-constexpr char marker_magic[8] = {'W', 'Z', 'M', 'A', 'R', 'K', '0', '1'};
-constexpr std::size_t marker_header = 8 + 8 + 4;
+using wzt::marker_header;
+using wzt::marker_magic;
 constexpr std::uint64_t max_violation_lines = 10;
 
 [[noreturn]] void die(const std::string& why, int status = exit_violation) {
@@ -183,44 +184,15 @@ void pread_all(int fd, void* buf, std::size_t n, std::uint64_t off, const std::s
 // ---------------------------------------------------------------------------
 
 int run_mark(const std::string& dev, std::uint64_t at, std::uint64_t length, const std::string& tag) {
-    const int fd = ::open(dev.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-    if (fd < 0) {
-        die(fmt::format("open {} O_DIRECT: {}", dev, std::strerror(errno)));
+    wzt::marker_area area;
+    if (auto why = area.open(dev, at, length); !why.empty()) {
+        die(why);
     }
-    fd_guard guard(fd);
-    std::uint64_t lba = 512;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISBLK(st.st_mode)) {
-        int ssz = 0;
-        if (::ioctl(fd, BLKSSZGET, &ssz) != 0 || ssz <= 0) {
-            die(fmt::format("BLKSSZGET {}: {}", dev, std::strerror(errno)));
-        }
-        lba = static_cast<std::uint64_t>(ssz);
-    }
-    if (at % lba != 0 || length % lba != 0 || length == 0) {
-        die(fmt::format("marker area [{}, +{}) of {} is not aligned to its {}-byte blocks", at, length, dev, lba));
-    }
-    const std::uint64_t slots = length / lba;
-    void* mem = nullptr;
-    if (::posix_memalign(&mem, 4096, lba) != 0) {
-        die("out of memory");
-    }
-    std::unique_ptr<void, decltype(&std::free)> buf(mem, &std::free);
-    auto* b = static_cast<unsigned char*>(mem);
     std::string line;
-    for (std::uint64_t index = 0; std::getline(std::cin, line); ++index) {
-        std::string text = tag.empty() ? line : tag + " " + line;
-        if (text.size() > lba - marker_header) {
-            std::fprintf(stderr, "wz_replay: mark: line %llu cut to %llu bytes in its marker\n",
-                         static_cast<unsigned long long>(index), static_cast<unsigned long long>(lba - marker_header));
-            text.resize(lba - marker_header);
+    while (std::getline(std::cin, line)) {
+        if (auto why = area.write(tag.empty() ? line : tag + " " + line); !why.empty()) {
+            die(why);
         }
-        std::memset(b, 0, lba);
-        std::memcpy(b, marker_magic, sizeof marker_magic);
-        put_le(b + 8, index, 8);
-        put_le(b + 16, text.size(), 4);
-        std::memcpy(b + marker_header, text.data(), text.size());
-        pwrite_all(fd, b, lba, at + (index % slots) * lba, dev);
         line += '\n';
         if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size() || std::fflush(stdout) != 0) {
             die(fmt::format("write to stdout: {}", std::strerror(errno)));
