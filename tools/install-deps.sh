@@ -21,6 +21,8 @@ packages=(
 	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
 	# VM rig device model (vm/run --flush-latency): nbdkit + a filter built against its header
 	nbdkit nbdkit-plugin-dev gcc
+	# libFuzzer targets (fuzz/, tools/fuzz.sh): clang and its fuzzer/sanitizer runtimes
+	clang-14 libclang-rt-14-dev
 	# RocksDB FileSystem plugin (lib/plugins/rocksdb) and its host test with Debian's db_bench
 	librocksdb-dev rocksdb-tools strace
 )

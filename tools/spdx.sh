@@ -4,8 +4,8 @@
 #   tools/spdx.sh --check   list files without one; exit 1 if any (run by ctest)
 #   tools/spdx.sh --add     add the line where it is missing (after a #! line, as a comment
 #                           in the file's own syntax)
-# Data files (golden .out files, recorded Identify pages, tables, the licence, Markdown) carry
-# none: they are not code, and a comment would change what they hold.
+# Data files (golden .out files, recorded Identify pages, fuzz seeds, tables, the licence,
+# Markdown) carry none: they are not code, and a comment would change what they hold.
 set -euo pipefail
 mode=${1:?usage: tools/spdx.sh --check|--add}
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ comment_for() {
 
 skipped() {
   case $1 in
-    LICENSE | *.md | *.out | *.hex | *.table | *.gitignore | lib/probe/testdata/README) return 0 ;;
+    LICENSE | *.md | *.out | *.hex | *.table | *.gitignore | lib/probe/testdata/README | fuzz/corpus/*) return 0 ;;
     *) return 1 ;;
   esac
 }

@@ -42,6 +42,18 @@ elif [ $((u_pass + u_fail + u_skip)) -ne "$u_total" ] || [ "$u_fail" -ne "$u_tot
 fi
 u_skip=$((u_skip + u_disabled))
 
+# The libFuzzer targets (fuzz/): each over its seeds, then WZ_FUZZ_SECONDS (default 10) of
+# fuzzing; a crash fails the layer and tools/fuzz.sh prints the kept input's path.
+echo "== fuzz (tools/fuzz.sh)"
+fuzz_log=$(mktemp)
+bash "$repo/tools/fuzz.sh" | tee "$fuzz_log"
+z_line=$(sed -n 's/^fuzz: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fuzz_log" | tail -n 1)
+rm -f "$fuzz_log"
+if [ -z "$z_line" ]; then
+	echo "test-all: tools/fuzz.sh printed no summary" >&2
+fi
+read -r z_pass _ z_fail _ z_skip _ <<<"${z_line:-0 passed, 1 failed, 0 skipped}"
+
 # check's closing line "N passed, N failed, N skipped, N retried" in LOG.
 check_summary() { # log
 	grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$1" | tail -n 1
@@ -83,11 +95,12 @@ f_pass=$((f_pass + p_pass))
 f_fail=$((f_fail + p_fail))
 f_skip=$((f_skip + p_skip))
 
-pass=$((u_pass + f_pass))
-fail=$((u_fail + f_fail))
-skip=$((u_skip + f_skip))
+pass=$((u_pass + z_pass + f_pass))
+fail=$((u_fail + z_fail + f_fail))
+skip=$((u_skip + z_skip + f_skip))
 echo
 echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
+echo "fuzz: ${z_line:-(no count)}"
 echo "host fstests: ${h_line:-(no count)}"
 echo "host fstests (psync): ${ph_line:-(no count)}"
 echo "VM fstests: ${v_line:-(no count)}"

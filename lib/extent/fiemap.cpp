@@ -146,6 +146,11 @@ void add_hole_until(std::vector<extent>& out, std::uint64_t& cursor, std::uint64
 batch_outcome apply_fiemap_batch(std::span<const fiemap_extent> answer, bool full, std::uint64_t& cursor,
                                  std::uint64_t end, std::vector<extent>& out) {
     const std::uint64_t request_start = cursor;
+    // An empty request is covered already (walker::next never makes one; an extent over the
+    // cursor would otherwise come out with length 0).
+    if (cursor >= end) {
+        return batch_outcome::done;
+    }
     bool range_done = false;
     for (const fiemap_extent& fe : answer) {
         // __u64 is unsigned long long, std::uint64_t unsigned long: one type for std::min/max.
@@ -162,7 +167,9 @@ batch_outcome apply_fiemap_batch(std::span<const fiemap_extent> answer, bool ful
             const std::uint64_t stop = std::min(fe_end, end);
             add_hole_until(out, cursor, start);
             std::optional<std::uint64_t> physical;
-            if ((fe.fe_flags & non_linear_flags) == 0) {
+            // A device range that would run past 2^64 wraps to unrelated low addresses: no
+            // address at all, like the non-linear kinds.
+            if ((fe.fe_flags & non_linear_flags) == 0 && fe.fe_physical <= max_u64 - (stop - logical)) {
                 physical = fe.fe_physical + (start - logical);
             }
             out.push_back(extent{start, stop - start, physical, classify(fe.fe_flags), fe.fe_flags});

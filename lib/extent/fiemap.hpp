@@ -32,7 +32,7 @@ struct extent {
     // Bytes from the start of the filesystem's block device (partition-relative), clipped like
     // offset. nullopt for holes and wherever the file offset does not map linearly to a
     // device address: UNKNOWN/DELALLOC (no location yet), ENCODED (compressed), DATA_INLINE
-    // (data inside a metadata block).
+    // (data inside a metadata block), and where the kernel's device range would run past 2^64.
     std::optional<std::uint64_t> physical;
     kind type = kind::hole;
     // Raw FIEMAP_EXTENT_* flags (0 for holes). FIEMAP_EXTENT_LAST is as the kernel set it for

@@ -173,6 +173,17 @@ TEST(extent_apply_batch, no_extents_is_one_hole) {
     EXPECT_EQ(out[0].length, 4 * ki);
 }
 
+// fuzz/fuzz_fiemap: an empty request [cursor, cursor) with an extent over the cursor gave
+// one extent of length 0. An empty range is covered by nothing.
+TEST(extent_apply_batch, empty_request_yields_no_extent) {
+    const fiemap_extent answer[] = {fe(0, 64 * ki, mi)};
+    std::uint64_t cursor = 16;
+    std::vector<extent> out;
+    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 16, out), batch_outcome::done);
+    EXPECT_TRUE(out.empty());
+    EXPECT_EQ(cursor, 16u);
+}
+
 TEST(extent_apply_batch, last_flag_ends_the_walk_even_in_a_full_answer) {
     const fiemap_extent answer[] = {fe(0, 4 * ki, mi, FIEMAP_EXTENT_LAST)};
     std::uint64_t cursor = 0;
@@ -218,6 +229,21 @@ TEST(extent_apply_batch, empty_extents_are_ignored) {
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].type, kind::hole);
     EXPECT_EQ(out[0].length, 8 * ki);
+}
+
+// fuzz/fuzz_fiemap: a device range that runs past 2^64 wrapped around to low device
+// addresses (fe_physical + offset), where zeroing by LBA would hit other data. Such an
+// extent has no usable device address; one whose end is still a 64-bit address keeps it.
+TEST(extent_apply_batch, no_device_address_that_wraps_past_u64) {
+    const std::uint64_t top = ~std::uint64_t{0};
+    const fiemap_extent answer[] = {fe(0, mi, top - 4 * ki + 1), fe(mi, mi, top - mi, FIEMAP_EXTENT_LAST)};
+    std::uint64_t cursor = 4 * ki;
+    std::vector<extent> out;
+    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 2 * mi, out), batch_outcome::done);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].type, kind::written);
+    EXPECT_FALSE(out[0].physical);
+    EXPECT_EQ(out[1].physical, top - mi);
 }
 
 TEST(extent_apply_batch, no_device_address_where_it_is_not_linear) {

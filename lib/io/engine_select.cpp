@@ -19,16 +19,6 @@
 
 namespace wz {
 
-const char* to_string(io_engine e) noexcept {
-    switch (e) {
-    case io_engine::io_uring:
-        return "io_uring";
-    case io_engine::psync:
-        return "psync";
-    }
-    return "?";
-}
-
 namespace io {
 namespace {
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace wz::nvme {
@@ -126,7 +127,9 @@ std::optional<std::uint64_t> limit_bytes(std::uint8_t exponent, std::optional<st
     if (exponent == 0) {
         return 0;
     }
-    if (!mps_min_bytes || exponent >= 40) {
+    // A limit that 64 bits cannot hold is none we can use: shifted past them it would wrap,
+    // CAP.MPSMIN 128 MiB with WZSL 37 to 0, which reads as "no limit stated".
+    if (!mps_min_bytes || exponent >= 64 || *mps_min_bytes > (std::numeric_limits<std::uint64_t>::max() >> exponent)) {
         return std::nullopt;
     }
     return *mps_min_bytes << exponent;

@@ -88,6 +88,7 @@ inline bool vwc_present(std::uint8_t vwc) { return (vwc & NVME_CTRL_VWC_PRESENT)
 inline bool wce_enabled(std::uint32_t dw0) { return NVME_GET(dw0, FEAT_VWC_WCE) != 0; }
 
 // WZSL and MDTS are powers of two in units of CAP.MPSMIN; 0 means no limit stated.
+// nullopt: MPSMIN unknown, or the limit does not fit in 64 bits.
 std::optional<std::uint64_t> limit_bytes(std::uint8_t exponent, std::optional<std::uint64_t> mps_min_bytes);
 
 // "nvme0n1" -> "ng0n1" (the generic char device, Linux 5.13+); "nvme0c1n1" style

@@ -198,6 +198,20 @@ TEST(Limits, PowersOfTwoOfMinimumPageSize) {
     EXPECT_EQ(limit_bytes(0, std::nullopt), 0U);
 }
 
+// fuzz/fuzz_nvme_rules: MPSMIN 128 MiB (CAP.MPSMIN 15) with WZSL 37..39 shifted past 64 bits
+// and came out 0, which reads as "no limit stated"; a limit 64 bits cannot hold is none we
+// can use. Below that, exponents past 39 are a plain shift.
+TEST(Limits, NoWrapPastSixtyFourBits) {
+    constexpr std::uint64_t mps_max = std::uint64_t{4096} << 15;
+    EXPECT_EQ(limit_bytes(36, mps_max), std::uint64_t{1} << 63);
+    EXPECT_FALSE(limit_bytes(37, mps_max));
+    EXPECT_FALSE(limit_bytes(39, mps_max));
+    EXPECT_EQ(limit_bytes(51, 4096), std::uint64_t{1} << 63);
+    EXPECT_FALSE(limit_bytes(52, 4096));
+    EXPECT_FALSE(limit_bytes(255, 4096));
+    EXPECT_EQ(limit_bytes(40, 4096), std::uint64_t{1} << 52);
+}
+
 TEST(Names, ControllerAndCharDevice) {
     EXPECT_EQ(controller_name("nvme0n1"), "nvme0");
     EXPECT_EQ(controller_name("nvme12n3"), "nvme12");

@@ -232,19 +232,4 @@ result<capabilities> stat(const std::string& path, const stat_options& options) 
                                                      [&] { return stat_here(path, options); });
 }
 
-const char* to_string(zero_method m) noexcept {
-    switch (m) {
-    case zero_method::kernel: return "kernel";
-    case zero_method::nvme_deac: return "nvme_deac";
-    case zero_method::nvme: return "nvme";
-    case zero_method::zeroout: return "zeroout";
-    case zero_method::write: return "write";
-    }
-    return "?";
-}
-
-const char* to_string(cache_mode m) noexcept {
-    return m == cache_mode::write_back ? "write-back" : "write-through";
-}
-
 }  // namespace wz
