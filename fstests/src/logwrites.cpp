@@ -50,11 +50,11 @@ parsed_log parse_log(const unsigned char* data, std::size_t size, std::uint64_t 
         log.error = fmt::format("sector size {} (want a power of two from 512 to 65536)", ss);
         return log;
     }
-    log.sector_size = ss;
     if (size < ss) {
         log.error = fmt::format("{} bytes: shorter than the superblock sector ({})", size, ss);
         return log;
     }
+    log.sector_size = ss;
     std::size_t at = ss;  // entries start at log sector 1
     for (std::uint64_t i = 0;; ++i) {
         const bool counted = i < log.nr_entries;
