@@ -14,7 +14,7 @@
 # scenario, its window in the log, the cut points replayed by kind, the images checked and
 # the violations (acknowledged writes lost, ranges not old-or-zero, partial files, damaged
 # databases).
-#   bench/replay-long.sh            (root; about 15 minutes under TCG)
+#   bench/replay-long.sh            (root; about 20 minutes under TCG)
 # Exit status 1 when a test failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +22,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ -x "$repo/build/tools/wzero/wz_replay" ] || { echo "bench/replay-long.sh: build first" >&2; exit 1; }
 export WZ_REPLAY_WRITES=${WZ_REPLAY_WRITES:-500} WZ_REPLAY_CUTS=${WZ_REPLAY_CUTS:-200}
 export WZ_REPLAY_FILES=${WZ_REPLAY_FILES:-40} WZ_REPLAY_FS_CUTS=${WZ_REPLAY_FS_CUTS:-0}
-export WZ_REPLAY_KEYS=${WZ_REPLAY_KEYS:-120} WZ_REPLAY_DB_CUTS=${WZ_REPLAY_DB_CUTS:-0}
+export WZ_REPLAY_KEYS=${WZ_REPLAY_KEYS:-120} WZ_REPLAY_DB_CUTS=${WZ_REPLAY_DB_CUTS:-60}
 start=$(date +%s)
 "$repo/fstests/check" --vm nvme/050 nvme/051 nvme/052 nvme/053
 status=$?
