@@ -29,7 +29,9 @@
 // FUA: dm-log-writes' entries carry it; QEMU's controller drops the NVMe FUA bit, so with
 // blklogwrites it comes from the guest's driver: --fua-from CMDS, lines "W SLBA NLB FUA" (the
 // nvme_setup_cmd events of Writes and Write Zeroes, in setup order, NLB from 1, FUA 0/1) and
-// "lost N"; the k-th logged write of a range is the k-th command for that range.
+// "lost N" (events the trace lost: must be 0); the k-th logged write of a range is the k-th
+// command for that range. Every logged write must have its command and every command its
+// logged write (the guest's run ended cleanly), else the join, and the check, fail.
 //
 // Cut points, in the window of TAG (from the entry of its first marker to that of its last):
 // just after every flush entry, just before it, just after every FUA write, --cuts random
@@ -429,6 +431,7 @@ void replayer::join_fua() {
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::deque<bool>> cmds;
     std::string line;
     std::uint64_t n = 0;
+    bool saw_lost = false;
     while (std::getline(in, line)) {
         std::istringstream ls(line);
         std::string kind;
@@ -436,6 +439,7 @@ void replayer::join_fua() {
         if (kind == "lost") {
             std::uint64_t lost = 0;
             ls >> lost;
+            saw_lost = true;
             if (lost != 0) {
                 die(fmt::format("{}: the guest's trace lost {} events: FUA cannot be joined", a_.fua_from, lost));
             }
@@ -477,6 +481,15 @@ void replayer::join_fua() {
                 static_cast<unsigned long long>(unmatched), static_cast<unsigned long long>(left));
     if (unmatched != 0) {
         die(fmt::format("{} logged writes have no command in {}: the join is not sound", unmatched, a_.fua_from));
+    }
+    // The guest's run ended cleanly: every command it sent completed, so each is in the log;
+    // one that is not means the log is not the device's whole history.
+    if (left != 0) {
+        die(fmt::format("{} commands of {} are not in the log: it is not the device's whole history", left,
+                        a_.fua_from));
+    }
+    if (!saw_lost) {
+        die(fmt::format("{} has no \"lost N\" line: the guest's command list is cut short", a_.fua_from));
     }
 }
 
