@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
 	# build
 	g++ make cmake pkg-config
+	# compiler cache of every build dir (tools/ccache.sh): warm CI builds
+	ccache
 	liburing-dev libnvme-dev libjson-c-dev libmount-dev libblkid-dev
 	# the CLI's tables (lsblk's library; same source package as libmount)
 	libsmartcols-dev

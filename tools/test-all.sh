@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Every test: installs what is missing, builds with warnings as errors, runs the unit tests
 # (ctest), the fstests on the host (ext4, xfs, btrfs, tmpfs on loop devices), the fstests
-# in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels), and the host
-# fstests once more with the psync I/O engine forced (WZERO_ENGINE=psync). Run as root.
-# Before the total, the counts per layer (unit, host fstests, VM fstests, host fstests with
-# psync) and the VM tests retried after a rig stall; the last line is the total: "total: N passed, N failed, N skipped".
+# in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels), the unit tests
+# under ASan+UBSan and TSan (tools/sanitize.sh), and the host fstests once more with the
+# psync I/O engine forced (WZERO_ENGINE=psync) and the ASan+UBSan CLI. Run as root.
+# Before the total, the counts per layer (unit, host fstests, host fstests with psync,
+# sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests) and the VM
+# tests retried after a rig stall; the last line is the total: "total: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$repo/tools/install-deps.sh" || exit 1
@@ -79,14 +81,40 @@ fi
 read -r f_pass _ f_fail _ f_skip _ f_retry _ <<<"${f_line:-0 passed, 1 failed, 0 skipped, 0 retried}"
 f_retry=${f_retry:-0}
 
+# The sanitizer builds (tools/sanitize.sh): the unit tests under ASan+UBSan, the writer's
+# and the I/O engines' threaded tests under TSan; one count line each.
+echo "== sanitizers (tools/sanitize.sh all)"
+san_log=$(mktemp)
+bash "$repo/tools/sanitize.sh" all | tee "$san_log"
+s_pass=0 s_fail=0 s_skip=0 s_lines=()
+for s in asan tsan; do
+	s_line=$(sed -n "s/^sanitizers ($s): \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)\$/\1/p" "$san_log" | tail -n 1)
+	if [ -z "$s_line" ]; then
+		echo "test-all: tools/sanitize.sh printed no count for $s" >&2
+		s_line="0 passed, 1 failed, 0 skipped"
+	fi
+	s_lines+=("sanitizers ($s): $s_line")
+	read -r a _ b _ c _ <<<"$s_line"
+	s_pass=$((s_pass + a)) s_fail=$((s_fail + b)) s_skip=$((s_skip + c))
+done
+rm -f "$san_log"
+
 # The whole host suite again on the second engine: what runs where io_uring is refused
-# (containers' default seccomp profiles, kernel.io_uring_disabled).
-echo "== fstests on the host with the psync engine (WZERO_ENGINE=psync)"
+# (containers' default seccomp profiles, kernel.io_uring_disabled). With the ASan+UBSan
+# CLI and fstests tools of build-asan (tools/sanitize.sh fstests): every sanitizer report
+# of the run is a failure of its own, besides the test it came from.
+echo "== fstests on the host with the psync engine (WZERO_ENGINE=psync), ASan+UBSan CLI"
 fst_log=$(mktemp)
-"$repo/fstests/check" "$@" --no-vm --engine psync | tee "$fst_log"
+bash "$repo/tools/sanitize.sh" fstests "$@" | tee "$fst_log"
 p_line=$(check_summary "$fst_log")
 ph_line=$(layer_counts "$fst_log" "host fstests (psync)")
+s_reports=$(sed -n 's/^sanitizers (fstests): \([0-9]*\) reports$/\1/p' "$fst_log" | tail -n 1)
 rm -f "$fst_log"
+if [ -z "$s_reports" ]; then
+	echo "test-all: tools/sanitize.sh fstests printed no report count" >&2
+	s_reports=1
+fi
+s_fail=$((s_fail + s_reports))
 if [ -z "$p_line" ]; then
 	echo "test-all: fstests/check --engine psync printed no summary" >&2
 fi
@@ -95,14 +123,16 @@ f_pass=$((f_pass + p_pass))
 f_fail=$((f_fail + p_fail))
 f_skip=$((f_skip + p_skip))
 
-pass=$((u_pass + z_pass + f_pass))
-fail=$((u_fail + z_fail + f_fail))
-skip=$((u_skip + z_skip + f_skip))
+pass=$((u_pass + z_pass + f_pass + s_pass))
+fail=$((u_fail + z_fail + f_fail + s_fail))
+skip=$((u_skip + z_skip + f_skip + s_skip))
 echo
 echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
 echo "fuzz: ${z_line:-(no count)}"
 echo "host fstests: ${h_line:-(no count)}"
 echo "host fstests (psync): ${ph_line:-(no count)}"
+printf '%s\n' "${s_lines[@]}"
+echo "sanitizer reports in the psync fstests: $s_reports"
 echo "VM fstests: ${v_line:-(no count)}"
 echo "retried after a rig stall: $f_retry"
 echo "total: $pass passed, $fail failed, $skip skipped"
