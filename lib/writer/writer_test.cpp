@@ -170,23 +170,19 @@ TEST_P(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
                 // oldest waiting write has waited a write's time), so writes submitted together
                 // share one flush: about 1/q per write at QD q. At most 1/2 at QD 4 and 16
                 // (starting at the first completion gave 2/q: 64..127 for 256 writes at QD 4).
-                // At QD 4 at most 3/8, which that writer passed only by chance.
+                // Which writes share a flush on a real device depends on timing: a tighter
+                // bound here (3/8 at QD 4) failed under load (97 and 99 for 96; TSan 102 and
+                // 104, ASan 109). The batching rule itself is proven without timing by
+                // group_commit_test.cpp's simulated device (FlushBatcher.ACohortSharesOneFlush,
+                // SimulatedDeviceAtMostHalfAFlushPerWrite).
                 EXPECT_GE(s.flushes, 1U);
                 EXPECT_LE(s.flushes, n / 2) << "queue depth " << qd;
-                // Not in a sanitizer build: every access runs several times slower there, and
-                // which writes share a flush depends on timing (TSan 102 and 104, ASan 109, for
-                // a bound of 96; the bound of n/2 above holds).
-                if (qd == 4 && !wz::testing::sanitizer_build) {
-                    EXPECT_LE(s.flushes, n * 3 / 8) << "queue depth 4";
-                }
             } else {
                 EXPECT_EQ(s.flushes, 0U);  // O_DSYNC: the kernel's business
             }
-            // Timing too: under TSan the submitting loop is the slow side, and every
-            // complete() found a write done (psync, dsync, QD 16: 0 blocking waits).
-            if (!wz::testing::sanitizer_build) {
-                EXPECT_GE(s.blocking_waits, 1U);
-            }
+            // No bound on blocking_waits: how many complete() calls found nothing done is
+            // timing (under TSan, and on a loaded machine, the submitting loop is the slow side
+            // and every call finds a write done).
             ASSERT_TRUE(w->close().ok());
             auto data = read_back(0, n * block);
             for (unsigned i = 0; i < n; ++i) {
