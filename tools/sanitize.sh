@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The sanitizer builds and their runs (g++'s libasan, libubsan, libtsan).
 # Usage: tools/sanitize.sh [asan|tsan|all]      (default: all)
+#        tools/sanitize.sh build                 (both builds, no tests: tools/test-all.sh
+#                                                 runs it in the background, niced)
 #        tools/sanitize.sh fstests [CHECK ARG]...
 #   asan     build-asan/: the library, the CLI, the fstests tools and the unit tests with
 #            AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on), then the unit
@@ -89,20 +91,25 @@ build_failed() { # name
 	return 1
 }
 
+build_asan() {
+	configure build-asan "$asan_flags" &&
+		cmake --build "$repo/build-asan" -j "$jobs" --target "${asan_targets[@]}" -- --no-print-directory >/dev/null
+}
+build_tsan() {
+	configure build-tsan "$tsan_flags" -DWZERO_TSAN_TESTS=ON &&
+		cmake --build "$repo/build-tsan" -j "$jobs" --target wzero_tsan_tests -- --no-print-directory >/dev/null
+}
+
 run_asan() {
 	echo "== sanitizers: ASan+UBSan build (build-asan)"
-	configure build-asan "$asan_flags" || { build_failed asan; return; }
-	cmake --build "$repo/build-asan" -j "$jobs" --target "${asan_targets[@]}" -- --no-print-directory >/dev/null ||
-		{ build_failed asan; return; }
+	build_asan || { build_failed asan; return; }
 	echo "== sanitizers: unit tests under ASan+UBSan"
 	run_ctest asan build-asan -E "$asan_ctest_exclude"
 }
 
 run_tsan() {
 	echo "== sanitizers: TSan build (build-tsan)"
-	configure build-tsan "$tsan_flags" -DWZERO_TSAN_TESTS=ON || { build_failed tsan; return; }
-	cmake --build "$repo/build-tsan" -j "$jobs" --target wzero_tsan_tests -- --no-print-directory >/dev/null ||
-		{ build_failed tsan; return; }
+	build_tsan || { build_failed tsan; return; }
 	echo "== sanitizers: writer and I/O tests under TSan"
 	# Not the 12 data ranges of write_zeroes_test (64 MiB written and compared byte by byte,
 	# 70 s each under TSan): one thread's data, checked by the ASan+UBSan run.
@@ -147,9 +154,18 @@ all)
 	run_tsan || rc=1
 	exit $rc
 	;;
+build)
+	# Only the builds (the runs above build again, which is then a no-op): what test-all.sh
+	# starts in the background while the other tests run. A failure here is found again,
+	# and counted, by the run that follows.
+	rc=0
+	build_asan || { echo "sanitize: the asan build failed" >&2; rc=1; }
+	build_tsan || { echo "sanitize: the tsan build failed" >&2; rc=1; }
+	exit $rc
+	;;
 fstests) shift; run_fstests "$@" ;;
 *)
-	echo "usage: tools/sanitize.sh [asan|tsan|all] | fstests [CHECK ARG]..." >&2
+	echo "usage: tools/sanitize.sh [asan|tsan|all|build] | fstests [CHECK ARG]..." >&2
 	exit 2
 	;;
 esac
