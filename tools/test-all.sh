@@ -10,8 +10,19 @@
 # tests retried after a rig stall; the last line is the total: "total: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# phase TITLE: prints "== TITLE" and starts timing it; the time of every phase is printed at
+# the end ("time: ..."), CI's budget being what it is.
+phase_titles=() phase_seconds=() phase_start=$SECONDS
+phase() {
+	if [ ${#phase_titles[@]} -gt 0 ]; then
+		phase_seconds+=($((SECONDS - phase_start)))
+	fi
+	phase_titles+=("${1%% (*}") phase_start=$SECONDS
+	echo "== $1"
+}
+phase "install (tools/install-deps.sh)"
 bash "$repo/tools/install-deps.sh" || exit 1
-echo "== build"
+phase "build"
 bash "$repo/tools/build.sh" || exit 1
 # The sanitizer builds (build-asan, build-tsan) go on in the background at the lowest CPU
 # priority while the unit tests, the fuzzers and the fstests run (the VM's TCG thread leaves
@@ -21,7 +32,7 @@ san_build_log=$(mktemp)
 nice -n 19 bash "$repo/tools/sanitize.sh" build >"$san_build_log" 2>&1 &
 san_build_pid=$!
 
-echo "== unit tests (ctest)"
+phase "unit tests (ctest)"
 ctest_log=$(mktemp)
 (cd "$repo/build" && ctest -j 2 --output-on-failure) | tee "$ctest_log"
 # Each test once, from its own result line "N/M Test #K: NAME ....   STATUS  T sec": Passed,
@@ -53,7 +64,7 @@ u_skip=$((u_skip + u_disabled))
 
 # The libFuzzer targets (fuzz/): each over its seeds, then WZ_FUZZ_SECONDS (default 10) of
 # fuzzing; a crash fails the layer and tools/fuzz.sh prints the kept input's path.
-echo "== fuzz (tools/fuzz.sh)"
+phase "fuzz (tools/fuzz.sh)"
 fuzz_log=$(mktemp)
 bash "$repo/tools/fuzz.sh" | tee "$fuzz_log"
 z_line=$(sed -n 's/^fuzz: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fuzz_log" | tail -n 1)
@@ -75,7 +86,7 @@ layer_counts() { # log layer [retried]
 	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped$tail\)\$/\1/p" "$1" | tail -n 1
 }
 
-echo "== fstests"
+phase "fstests"
 fst_log=$(mktemp)
 "$repo/fstests/check" "$@" | tee "$fst_log"
 f_line=$(check_summary "$fst_log")
@@ -90,7 +101,7 @@ f_retry=${f_retry:-0}
 
 # The sanitizer builds (tools/sanitize.sh): the unit tests under ASan+UBSan, the writer's
 # and the I/O engines' threaded tests under TSan; one count line each.
-echo "== sanitizers (tools/sanitize.sh all)"
+phase "sanitizers (tools/sanitize.sh all)"
 san_build_rc=0
 wait "$san_build_pid" || san_build_rc=$?
 echo "(the background sanitizer builds ended with status $san_build_rc)"
@@ -117,7 +128,7 @@ rm -f "$san_log"
 # of the run is a failure of its own, besides the test it came from. Tests of group
 # noengine (map and verify, which read through no I/O engine, and run build/'s CLI under
 # the sanitizer anyway for their memory bounds) ran in the first pass and are not repeated.
-echo "== fstests on the host with the psync engine (WZERO_ENGINE=psync), ASan+UBSan CLI"
+phase "fstests on the host with the psync engine (WZERO_ENGINE=psync), ASan+UBSan CLI"
 fst_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" fstests -x noengine "$@" | tee "$fst_log"
 p_line=$(check_summary "$fst_log")
@@ -149,5 +160,11 @@ printf '%s\n' "${s_lines[@]}"
 echo "sanitizer reports in the psync fstests: $s_reports"
 echo "VM fstests: ${v_line:-(no count)}"
 echo "retried after a rig stall: $f_retry"
+phase_seconds+=($((SECONDS - phase_start)))
+times=time: sep=" "
+for i in "${!phase_titles[@]}"; do
+	times+="$sep${phase_titles[$i]} ${phase_seconds[$i]} s" sep=", "
+done
+echo "$times; in all $SECONDS s"
 echo "total: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
