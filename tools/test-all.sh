@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Every test: installs what is missing, builds with warnings as errors, runs the unit tests
-# (ctest), the fuzz targets briefly (tools/fuzz.sh), the fstests on the host (ext4, xfs, btrfs, tmpfs on loop devices), the fstests
-# in the VM rig (QEMU NVMe and nvmet, Debian 12 and Debian unstable kernels), the unit tests
-# under ASan+UBSan and TSan (tools/sanitize.sh), and the host fstests once more with the
-# psync I/O engine forced (WZERO_ENGINE=psync) and the ASan+UBSan CLI. Run as root.
+# (ctest), the fuzz targets briefly (tools/fuzz.sh), the fstests on the host (ext4, xfs,
+# btrfs, tmpfs on loop devices), the fstests in the VM rig (QEMU NVMe and nvmet, Debian 12
+# and Debian unstable kernels), the unit tests under ASan+UBSan and TSan
+# (tools/sanitize.sh), and the host fstests once more with the psync I/O engine forced
+# (WZERO_ENGINE=psync) and the ASan+UBSan CLI. Run as root.
 # Before the total, the counts per layer (unit, fuzz, host fstests, host fstests with psync,
 # sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests), the VM tests
 # retried after a rig stall and the time of each phase ("time: ..."); the last line is the
