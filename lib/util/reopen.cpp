@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "util/reopen.hpp"
 
+#include "util/write_lease.hpp"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
@@ -28,6 +30,15 @@ unique_fd reopen_self(int fd, int flags) {
     if (fd < 0) {
         errno = EBADF;
         return unique_fd();
+    }
+    // An open of a leased file would break the lease, this thread's own open included: the
+    // leased description serves instead, with O_DIRECT as asked (it is open read-write).
+    if (const write_lease* lease = write_lease::held_on(fd); lease != nullptr && (flags & O_PATH) == 0) {
+        if (const int rc = lease->set_direct((flags & O_DIRECT) != 0); rc != 0) {
+            errno = -rc;
+            return unique_fd();
+        }
+        return unique_fd(::fcntl(lease->fd(), F_DUPFD_CLOEXEC, 0));
     }
     return unique_fd(::open(self_fd_path(fd).c_str(), flags | O_CLOEXEC));
 }

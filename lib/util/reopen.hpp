@@ -22,7 +22,9 @@ namespace wz {
 
 // open(2) of self_fd_path(fd) with `flags`; O_CLOEXEC is always added (no reopened descriptor
 // leaks into a child). As open(2): an empty unique_fd with errno set on failure (EBADF for a
-// negative fd; ENOENT for a number that is not open).
+// negative fd; ENOENT for a number that is not open). While this thread holds a write lease on
+// the file (util/write_lease.hpp), a dup() of the leased description instead, with O_DIRECT
+// set or cleared on it as `flags` ask: opening the file again would break the lease.
 [[nodiscard]] unique_fd reopen_self(int fd, int flags);
 
 }  // namespace wz
