@@ -16,14 +16,12 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <stdio.h>  // renameat2, RENAME_NOREPLACE (glibc 2.28)
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 
 namespace wz {
@@ -59,53 +57,6 @@ status check_name(const std::string& name, const std::string& dir) {
         return make_error_msg(EINVAL, fmt::format("create in {}: \"{}\": {}", dir, name, why));
     }
     return {};
-}
-
-// ".NAME.wz-tmp.XXXXXX": hidden (a leading dot), and named so that a database's own scan for
-// its files (segment numbers, table names) never picks it up.
-std::string temporary_name(const std::string& name, std::mt19937_64& rng) {
-    static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    std::string suffix(6, 'x');
-    for (char& c : suffix) {
-        c = alphabet[rng() % (sizeof(alphabet) - 1)];
-    }
-    std::string t = "." + name + ".wz-tmp." + suffix;
-    if (t.size() > NAME_MAX) {
-        t = ".wz-tmp." + suffix + suffix;
-    }
-    return t;
-}
-
-// Where the file is being built before it gets its name.
-struct temporary {
-    unique_fd fd;
-    int dir = -1;
-    std::string name;  // empty: O_TMPFILE (nameless; gone when closed)
-
-    temporary() = default;
-    temporary(const temporary&) = delete;
-    temporary& operator=(const temporary&) = delete;
-    ~temporary() {
-        if (!name.empty()) {
-            (void)::unlinkat(dir, name.c_str(), 0);  // wz: ignored-error (best effort on a failure path)
-        }
-    }
-};
-
-// 0, or -errno. Never replaces NAME.
-int rename_noreplace(int dir, const std::string& from, const std::string& to) {
-    if (::renameat2(dir, from.c_str(), dir, to.c_str(), RENAME_NOREPLACE) == 0) {
-        return 0;
-    }
-    if (errno != EINVAL && errno != ENOSYS) {
-        return -errno;
-    }
-    // No RENAME_NOREPLACE on this filesystem: link (which never replaces) and unlink.
-    if (::linkat(dir, from.c_str(), dir, to.c_str(), 0) != 0) {
-        return -errno;
-    }
-    (void)::unlinkat(dir, from.c_str(), 0);  // wz: ignored-error (a second name left is only a leftover temporary)
-    return 0;
 }
 
 status zero_range_here(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
@@ -245,44 +196,18 @@ status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size
         return make_error_msg(err, fmt::format("create {}: fstatat: {}", path, errno_text(err)));
     }
 
-    // The file is built where no one looks for it: nameless where the filesystem has O_TMPFILE
-    // (Linux 3.11; ext4, xfs, btrfs, tmpfs), else under a hidden temporary name.
-    temporary tmp;
-    tmp.dir = dir.get();
-    std::string how;
-    tmp.fd.reset(::openat(dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode));
-    if (tmp.fd) {
-        how = "an unnamed file (O_TMPFILE), linked to its name (linkat) once complete";
-    } else if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
-        std::mt19937_64 rng(std::random_device{}());
-        for (int attempt = 0; attempt < 100 && !tmp.fd; ++attempt) {
-            const std::string t = temporary_name(name, rng);
-            tmp.fd.reset(::openat(dir.get(), t.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode));
-            if (tmp.fd) {
-                tmp.name = t;
-            } else if (errno != EEXIST) {
-                const int err = errno;
-                return make_error_msg(err, fmt::format("create {}: create the temporary {}/{}: {}", path,
-                                                         dir_path, t, errno_text(err)));
-            }
-        }
-        if (!tmp.fd) {
-            return make_error_msg(EEXIST, fmt::format("create {}: no free temporary name after 100 tries", path));
-        }
-        how = fmt::format("the temporary {} (no O_TMPFILE here), renamed to its name (renameat2 RENAME_NOREPLACE) "
-                          "once complete",
-                          tmp.name);
-    } else {
-        const int err = errno;
-        return make_error_msg(err, fmt::format("create {}: open an unnamed file in {}: {}", path, dir_path,
-                                                 errno_text(err)));
+    // The file is built where no one looks for it (probe/target.hpp unnamed_file).
+    auto tmp = target::unnamed_file::make(dir.get(), name, path, mode);
+    if (!tmp) {
+        return tmp.error();
     }
+    const std::string how = tmp->how();
 
     preallocate_report rep;
     if (size > 0) {
         preallocate_options o = options;
         o.sync = true;  // the name must never point at data that is not durable
-        auto r = preallocate(tmp.fd.get(), path, 0, size, o, &rep);
+        auto r = preallocate(tmp->fd(), path, 0, size, o, &rep);
         if (r) {
             rep = std::move(*r);
         }
@@ -306,38 +231,11 @@ status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size
     // The fdatasync in preallocate() made the data, the size and the allocation durable, and
     // with them the journal transactions before (the inode's creation, its mode): one flush,
     // as PostgreSQL's one fsync. An empty file had none: fsync it here.
-    if (size == 0 && ::fsync(tmp.fd.get()) != 0) {
+    if (size == 0 && ::fsync(tmp->fd()) != 0) {
         return make_error("fsync", path, errno);
     }
-    if (tmp.name.empty()) {
-        if (::linkat(AT_FDCWD, self_fd_path(tmp.fd.get()).c_str(), dir.get(), name.c_str(), AT_SYMLINK_FOLLOW) != 0) {
-            const int err = errno;
-            return make_error_msg(err, fmt::format("create {}: linkat: {}{}", path, errno_text(err),
-                                                   err == EEXIST ? " (created by someone else meanwhile: left "
-                                                                   "as it is)"
-                                                                 : ""));
-        }
-    } else {
-        if (const int rc = rename_noreplace(dir.get(), tmp.name, name); rc < 0) {
-            const int err = -rc;
-            return make_error_msg(err, fmt::format("create {}: rename {} to it: {}{}", path, tmp.name,
-                                                   errno_text(err),
-                                                   err == EEXIST ? " (created by someone else meanwhile: left "
-                                                                   "as it is)"
-                                                                 : ""));
-        }
-        tmp.name.clear();  // it has its final name now
-    }
-    if (::fsync(dir.get()) != 0) {
-        // The name may not survive a crash: take it back rather than report a file that may
-        // vanish. The data is durable, but a database must not count on the name.
-        const int err = errno;
-        const bool removed = ::unlinkat(dir.get(), name.c_str(), 0) == 0;
-        (void)::fsync(dir.get());  // wz: ignored-error (best effort after a failed fsync)
-        return make_error_msg(err, fmt::format("create {}: fsync the directory {}: {}; {}", path, dir_path,
-                                               errno_text(err),
-                                               removed ? "the name was removed again" : "the name could not be "
-                                                                                        "removed"));
+    if (auto s = tmp->publish(true); !s.ok()) {
+        return s;
     }
     rep.decisions.push_back(fmt::format("create: {} linked and the directory {} fsync'ed", name, dir_path));
     if (report != nullptr) {

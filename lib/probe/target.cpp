@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <libmount.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -22,9 +23,12 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cstdio>  // renameat2, RENAME_NOREPLACE (glibc 2.28)
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string_view>
+#include <utility>
 
 namespace wz::target {
 
@@ -98,6 +102,14 @@ result<opened> create(const std::string& path, const open_request& req) {
                                                   path, t.fstype.empty() ? "a pseudo filesystem" : t.fstype));
     }
     t.name = std::move(name);
+    if (struct ::stat lst {}; ::fstatat(t.dir.get(), t.name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(lst.st_mode)) {
+            return make_error_msg(ENOENT, fmt::format("open {}: a symbolic link to a file that does not exist (not "
+                                                      "followed to create one)",
+                                                      path));
+        }
+        return make_error_msg(EEXIST, fmt::format("create {}: the name appeared meanwhile", path));
+    }
     if (req.dry_run) {
         struct ::statvfs vfs {};
         if (::fstatvfs(t.dir.get(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
@@ -230,6 +242,123 @@ int remove_created(const opened& t) {
         return -errno;
     }
     return 0;
+}
+
+namespace {
+
+// ".NAME.wz-tmp.XXXXXX": hidden (a leading dot), and named so that a database's own scan for
+// its files (segment numbers, table names) never picks it up.
+std::string temporary_name(const std::string& name, std::mt19937_64& rng) {
+    static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::string suffix(6, 'x');
+    for (char& c : suffix) {
+        c = alphabet[rng() % (sizeof(alphabet) - 1)];
+    }
+    std::string t = "." + name + ".wz-tmp." + suffix;
+    if (t.size() > NAME_MAX) {
+        t = ".wz-tmp." + suffix + suffix;
+    }
+    return t;
+}
+
+// 0, or -errno. Never replaces TO.
+int rename_noreplace(int dir, const std::string& from, const std::string& to) {
+    if (::renameat2(dir, from.c_str(), dir, to.c_str(), RENAME_NOREPLACE) == 0) {
+        return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS) {
+        return -errno;
+    }
+    // No RENAME_NOREPLACE on this filesystem: link (which never replaces) and unlink.
+    if (::linkat(dir, from.c_str(), dir, to.c_str(), 0) != 0) {
+        return -errno;
+    }
+    (void)::unlinkat(dir, from.c_str(), 0);  // wz: ignored-error (a second name left is only a leftover temporary)
+    return 0;
+}
+
+}  // namespace
+
+result<unnamed_file> unnamed_file::make(int dir, const std::string& name, const std::string& path, mode_t mode) {
+    unnamed_file f;
+    f.dir_ = dir;
+    f.name_ = name;
+    f.path_ = path;
+    f.fd_.reset(::openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode));
+    if (f.fd_) {
+        f.how_ = "an unnamed file (O_TMPFILE), linked to its name (linkat) once complete";
+        return f;
+    }
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+        const int err = errno;
+        return make_error_msg(err, fmt::format("create {}: open an unnamed file in its directory: {}", path,
+                                               errno_text(err)));
+    }
+    std::mt19937_64 rng(std::random_device{}());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        const std::string t = temporary_name(name, rng);
+        f.fd_.reset(::openat(dir, t.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, mode));
+        if (f.fd_) {
+            f.temporary_ = t;
+            f.how_ = fmt::format("the temporary {} (no O_TMPFILE here), renamed to its name (renameat2 "
+                                 "RENAME_NOREPLACE) once complete",
+                                 t);
+            return f;
+        }
+        if (errno != EEXIST) {
+            const int err = errno;
+            return make_error_msg(err, fmt::format("create {}: create the temporary {}: {}", path, t,
+                                                   errno_text(err)));
+        }
+    }
+    return make_error_msg(EEXIST, fmt::format("create {}: no free temporary name after 100 tries", path));
+}
+
+unnamed_file::unnamed_file(unnamed_file&& other) noexcept
+    : fd_(std::move(other.fd_)), dir_(other.dir_), name_(std::move(other.name_)), path_(std::move(other.path_)),
+      temporary_(std::exchange(other.temporary_, std::string())), how_(std::move(other.how_)) {}
+
+unnamed_file::~unnamed_file() {
+    if (!temporary_.empty()) {
+        (void)::unlinkat(dir_, temporary_.c_str(), 0);  // wz: ignored-error (best effort on a failure path)
+    }
+}
+
+status unnamed_file::publish(bool durable) {
+    auto taken = [this](int err) {
+        return make_error_msg(err, fmt::format("create {}: {}{}", path_, errno_text(err),
+                                               err == EEXIST ? " (created by someone else meanwhile: left as it is)"
+                                                             : ""));
+    };
+    if (temporary_.empty()) {
+        if (::linkat(AT_FDCWD, self_fd_path(fd_.get()).c_str(), dir_, name_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+            return taken(errno);
+        }
+    } else {
+        if (const int rc = rename_noreplace(dir_, temporary_, name_); rc < 0) {
+            return taken(-rc);
+        }
+        temporary_.clear();  // it has its final name now
+    }
+    if (!durable) {
+        return {};
+    }
+    // DIR may be an O_PATH handle, which fsync refuses (EBADF): the directory itself, opened
+    // read-only through it.
+    unique_fd d(::openat(dir_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!d || ::fsync(d.get()) != 0) {
+        // The name may not survive a crash: take it back rather than report a file that may
+        // vanish. The data is durable, but a database must not count on the name.
+        const int err = errno;
+        const bool removed = ::unlinkat(dir_, name_.c_str(), 0) == 0;
+        if (d) {
+            (void)::fsync(d.get());  // wz: ignored-error (best effort after a failed fsync)
+        }
+        return make_error_msg(err, fmt::format("create {}: fsync its directory: {}; {}", path_, errno_text(err),
+                                               removed ? "the name was removed again"
+                                                       : "the name could not be removed"));
+    }
+    return {};
 }
 
 status check_positioned_writes(int fd, const std::string& what) {

@@ -68,6 +68,41 @@ status check_positioned_writes(int fd, const std::string& what);
 // Returns 0 or -errno.
 int remove_created(const opened& target);
 
+// A new regular file built where nobody can open it, so that its name never refers to
+// anything half-made, after a crash or a SIGKILL included: nameless (O_TMPFILE, Linux 3.11;
+// ext4, xfs, btrfs, tmpfs) where the filesystem allows it, else under a hidden temporary name
+// ".NAME.wz-tmp.XXXXXX" in the same directory (which a crash may leave behind; never NAME).
+// publish() gives it NAME, never replacing anything; until then the destructor removes the
+// temporary name, and a nameless file is gone when its descriptor closes.
+class unnamed_file {
+public:
+    // In the directory DIR (a descriptor the caller keeps open while this lives), for NAME
+    // (one component); PATH is for messages. MODE is masked by the umask, as with open(2).
+    static result<unnamed_file> make(int dir, const std::string& name, const std::string& path, mode_t mode);
+    unnamed_file(unnamed_file&& other) noexcept;
+    unnamed_file& operator=(unnamed_file&&) = delete;
+    unnamed_file(const unnamed_file&) = delete;
+    unnamed_file& operator=(const unnamed_file&) = delete;
+    ~unnamed_file();
+
+    [[nodiscard]] int fd() const noexcept { return fd_.get(); }
+    // How the file is built, for the report: "an unnamed file (O_TMPFILE), linked ...".
+    [[nodiscard]] const std::string& how() const noexcept { return how_; }
+    // Links the file as NAME (linkat of the nameless file; renameat2 RENAME_NOREPLACE of a
+    // temporary): EEXIST when NAME appeared meanwhile, which is left as it is. With DURABLE the
+    // directory is fsync'ed after, and a failed fsync takes the name back (a name a crash may
+    // lose is not reported as made).
+    status publish(bool durable);
+
+private:
+    unnamed_file() = default;
+    unique_fd fd_;
+    int dir_ = -1;
+    std::string name_, path_;
+    std::string temporary_;  // empty: nameless
+    std::string how_;
+};
+
 // A filesystem signature or partition table on an open block device, probed with libblkid
 // as blkdiscard(8) does: an empty string when there is none, else e.g. "ext4 file system"
 // or "gpt partition table".
