@@ -764,10 +764,18 @@ status runner::check_free_space(const capabilities& caps) {
 }
 
 // After a failure, a file this run made longer is cut back to its length before the run,
-// releasing what the run allocated past it.
+// releasing what the run allocated past it. Only when its size is still what the run made it
+// (the end of the range): a size another process set meanwhile, larger or smaller, is theirs,
+// and cutting it would lose their data or grow back what they cut.
 void runner::cut_back(std::uint64_t size_before) {
     struct ::stat st {};
     if (::fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= size_before) {
+        return;
+    }
+    if (static_cast<std::uint64_t>(st.st_size) != offset_ + length_) {
+        rep_.cleanup = fmt::format("left {} at {} bytes, not cut back to its {}: its size changed during the run, "
+                                   "not by this run",
+                                   path_, st.st_size, size_before);
         return;
     }
     if (::ftruncate(fd_, static_cast<off_t>(size_before)) != 0) {
