@@ -57,7 +57,8 @@ phase() { # fs phase
 		while :; do
 			rc=0
 			t0=$(date +%s%N)
-			"$wzero" alloc --method write "${limit[@]}" -o "$off" -l "$len" "$a" >"$work/alloc.out" 2>&1 || rc=$?
+			# --force: the writers have the file open (wzero(1), EXCLUSIVE USE).
+			"$wzero" alloc --method write --force "${limit[@]}" -o "$off" -l "$len" "$a" >"$work/alloc.out" 2>&1 || rc=$?
 			[ "$rc" -eq 0 ] || { cat "$work/alloc.out" >&2; echo "neighbours.sh: wzero alloc failed" >&2; }
 			echo "$fs $ph $rc $((($(date +%s%N) - t0) / 1000000))" >>"$work/allocs"
 			{ [ "$ph" = full ] && [ "$(date +%s%N)" -lt "$end" ]; } || break

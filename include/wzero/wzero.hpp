@@ -269,6 +269,30 @@ result<capabilities> stat(int fd, const std::string& path, const stat_options& o
 enum class method_request { automatic, kernel, nvme, zeroout, write };
 enum class in_place_mode { automatic, never, require };
 enum class verify_mode { none, extents, data };
+// Exclusive use of an existing regular file while parts of it are zeroed: an exclusive write
+// lease (fcntl F_SETLEASE F_WRLCK), which the kernel grants only while no other process has the
+// file open or mapped, and which then makes every other open and truncate of the file wait
+// until the run lets go of it. A run whose required lease is broken by such an open stops
+// after the command in flight, leaves the file consistent, and fails (EBUSY) saying how far it
+// got; the waiting process goes on after it. See wzero(1), EXCLUSIVE USE.
+enum class exclusive_mode {
+    // By path: required for a file that exists (a new file is built unnamed, where nobody can
+    // open it): refused before any I/O (EBUSY) while another process has the file open or
+    // mapped, naming the processes /proc shows; where leases are not available (NFS, some FUSE,
+    // fs.leases-enable = 0, not the file's owner without CAP_LEASE) allocate() refuses
+    // (ENOLCK) and preallocate() goes on without. On a descriptor: taken when the caller's open
+    // file description is the file's only one, else the run goes on (the caller owns the file:
+    // libwzero(3)); a lease taken so does not stop the run when broken: it is kept to the end,
+    // and whoever opens the file meanwhile waits that long.
+    automatic,
+    // As by path, also on a descriptor.
+    require,
+    // Never taken: another process may write, truncate or map the file during the run; its
+    // writes into a hole of the range can be lost, and its page cache can collide with the
+    // run's direct I/O.
+    none,
+};
+
 // How NVMe commands reach the char device: io_uring uring_cmd (Linux 5.19+) falling back to
 // the NVME_IOCTL_IO_CMD ioctl, or only one of them (a missing uring_cmd is then an error).
 enum class passthrough_mode { automatic, uring_cmd, ioctl };
@@ -292,6 +316,7 @@ struct preallocate_options {
     // Zero a block device that carries a filesystem signature or partition table (found
     // with libblkid, as blkdiscard(8) does); without it such a device is refused (EBUSY).
     bool force = false;
+    exclusive_mode exclusive = exclusive_mode::automatic;
     // Make the result durable before returning: fdatasync (which sends the device flush the
     // kernel believes in) plus an NVMe Flush after passthrough commands on a write-back
     // device. Off: for callers that sync themselves; the zeroes are then written, not durable.
@@ -336,6 +361,11 @@ struct preallocate_report {
     // the file it created", "cut back to N bytes"), or why that could not be done; empty
     // when there was nothing to undo.
     std::string cleanup;
+    // Exclusive use of the file during the run (exclusive_mode): "lease" (held for the run),
+    // "none" (not taken: `decisions` says why: asked so, the caller's descriptor is not the
+    // file's only one, leases not available here, a new file nobody else can open), "refused"
+    // (the run was refused for it); empty for a block device or a run refused before.
+    std::string exclusive_use;
 };
 
 // Makes [offset, offset + length) of a regular file or block device written zeroes, by the

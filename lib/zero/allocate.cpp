@@ -289,8 +289,11 @@ result<preallocate_report> allocate(int fd, const std::string& path, std::uint64
                                     const preallocate_options& options, preallocate_report* partial) {
     private_fd_table table;
     const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<result<preallocate_report>>(
-        fmt::format("allocate {}", path), table, [&] { return allocate_here(fd, path, offset, length, o, partial); });
+    return in_private_fd_table<result<preallocate_report>>(fmt::format("allocate {}", path), table, [&] {
+        return zero::run_on_descriptor(
+            fd, path, offset, length, o, partial,
+            [&](int d, preallocate_report* p) { return allocate_here(d, path, offset, length, o, p); }, true);
+    });
 }
 
 result<preallocate_report> allocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
@@ -298,9 +301,9 @@ result<preallocate_report> allocate(const std::string& path, std::uint64_t offse
     private_fd_table table;
     const preallocate_options o = progress_on_caller(options, table);
     return in_private_fd_table<result<preallocate_report>>(fmt::format("allocate {}", path), table, [&] {
-        return zero::run_on_path(path, offset, length, o, partial, [&](int fd, preallocate_report* p) {
-            return allocate_here(fd, path, offset, length, o, p);
-        });
+        return zero::run_on_path(
+            path, offset, length, o, partial,
+            [&](int fd, preallocate_report* p) { return allocate_here(fd, path, offset, length, o, p); }, true);
     });
 }
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// What preallocate(PATH) and allocate(PATH) share: opening the name once (creating a missing
-// regular file, claiming a block device exclusively: probe/target.hpp) and removing a file
-// the run created when the run fails. The caller's table is the one these run in: callers
-// wrap them in private_fd_table (util/private_fd_table.hpp) as the public calls do.
+// What preallocate(PATH) and allocate(PATH) share: opening the name once (claiming a block
+// device exclusively: probe/target.hpp), exclusive use of an existing file, and building a
+// missing one where nobody sees it until it is complete. The caller's table is the one these
+// run in: callers wrap them in private_fd_table (util/private_fd_table.hpp) as the public calls
+// do.
 
 #include <wzero/wzero.hpp>
 
@@ -21,13 +22,21 @@ result<preallocate_report> preallocate_in_place(int fd, const std::string& path,
 
 using on_descriptor = std::function<result<preallocate_report>(int fd, preallocate_report* partial)>;
 
-// Opens PATH for writing as preallocate(PATH) does and calls `run` on the descriptor. A
-// missing name is first planned on an unnamed file in its directory (the plan of
-// preallocate() over [offset, offset + length) of an empty file, which is also what
-// allocate() does to one), then created (mode 0666 less the umask); a failure of `run`
-// removes a file created here. A dry run creates nothing.
+// Opens PATH for writing as preallocate(PATH) does and calls `run` on the descriptor. An
+// existing regular file is held under an exclusive write lease for the run, as
+// options.exclusive asks (zero/exclusive.hpp; KEEP_DATA: allocate(), which refuses where leases
+// are unavailable). A missing name is built unnamed (probe/target.hpp unnamed_file, mode 0666
+// less the umask) and linked when `run` succeeds; a dry run plans on an unnamed file and
+// creates nothing.
 result<preallocate_report> run_on_path(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial,
-                                       const on_descriptor& run);
+                                       const on_descriptor& run, bool keep_data);
+
+// Calls `run` on the caller's descriptor FD: with an exclusive write lease for the run when
+// options.exclusive and the descriptor allow (zero/exclusive.hpp: automatic takes it only
+// when FD's description is the file's only one), already held by an enclosing call or not.
+result<preallocate_report> run_on_descriptor(int fd, const std::string& path, std::uint64_t offset,
+                                             std::uint64_t length, const preallocate_options& options,
+                                             preallocate_report* partial, const on_descriptor& run, bool keep_data);
 
 }  // namespace wz::zero

@@ -14,7 +14,9 @@
 #include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
+#include "util/write_lease.hpp"
 #include "verify/verify.hpp"
+#include "zero/exclusive.hpp"
 #include "zero/kernel_zero.hpp"
 #include "zero/on_path.hpp"
 
@@ -78,7 +80,19 @@ private:
     void cut_back(std::uint64_t size_before);
     result<int> direct_fd();
     result<int> char_fd(const capabilities& caps);
-    bool cancelled() const { return opt_.cancel != nullptr && opt_.cancel->load(); }
+    // Stop at the next command boundary: the caller cancelled, or another process asked for
+    // the file this run holds a lease on (it waits until the run lets go).
+    bool cancelled() const {
+        return (opt_.cancel != nullptr && opt_.cancel->load()) || lease_broken();
+    }
+    bool lease_broken() const { return lease_ != nullptr && lease_->stop_on_break() && lease_->broken(); }
+    error_info stopped() const {
+        if (lease_broken()) {
+            return zero::lease_broken_error(what());
+        }
+        return make_error_msg(ECANCELED, fmt::format("zero {}: interrupted", path_));
+    }
+    std::string what() const { return fmt::format("zero {} [offset {}, length {}]", path_, offset_, length_); }
     plan::request request() const {
         const long page = ::sysconf(_SC_PAGESIZE);
         return {offset_, length_, opt_.method, opt_.fallback, opt_.in_place,
@@ -133,9 +147,18 @@ private:
     bool used_nvme_ = false;
     unsigned queue_depth_ = 32;
     std::optional<io_engine> noted_engine_;
+    // The lease this thread holds on the file, if any (zero/exclusive.hpp): while it is held
+    // the file is never opened again, and O_DIRECT is set on its one description as each step
+    // needs it.
+    const write_lease* lease_ = nullptr;
 };
 
 result<int> runner::direct_fd() {
+    if (lease_ != nullptr) {
+        if (const int rc = lease_->set_direct(true); rc != 0) {
+            return make_error("set O_DIRECT on", path_, -rc);
+        }
+    }
     if (!direct_) {
         // A second open of the same file with O_DIRECT: the caller's descriptor keeps its flags.
         direct_ = reopen_self(fd_, O_WRONLY | O_DIRECT | O_CLOEXEC);
@@ -170,6 +193,11 @@ status runner::run_writes(const plan::operation& op) {
         }
         req.fd = *dfd;
     } else {
+        if (lease_ != nullptr) {
+            if (const int rc = lease_->set_direct(false); rc != 0) {
+                return make_error("clear O_DIRECT on", path_, -rc);
+            }
+        }
         req.fd = fd_;
         req.queue_depth = 1;  // buffered: the page cache does the batching
     }
@@ -290,7 +318,7 @@ status runner::recheck_edges(const std::vector<plan::operation>& ops) {
 status runner::execute(const capabilities& caps, const std::vector<plan::operation>& ops) {
     for (std::size_t i = 0; i < ops.size();) {
         if (cancelled()) {
-            return make_error_msg(ECANCELED, fmt::format("zero {}: interrupted", path_));
+            return stopped();
         }
         const auto& op = ops[i];
         step(op);
@@ -378,6 +406,9 @@ status runner::run_file(const capabilities& caps) {
             return {};
         }
         step(op);
+        if (cancelled()) {
+            return stopped();
+        }
         rep_.device_commands++;
         const int err = -zero::kernel_write_zeroes(fd_, offset_, length_, st.st_dev);
         if (err == 0) {
@@ -591,6 +622,7 @@ status runner::verify(const capabilities& caps) {
 }
 
 status runner::run() {
+    lease_ = write_lease::held_on(fd_);
     rep_.path = path_;
     rep_.offset = offset_;
     rep_.length = length_;
@@ -634,10 +666,15 @@ status runner::run() {
     queue_depth_ = qd.depth;
     decide(qd.reason);
     status e;
-    if (file_kind_of(*caps) == file_kind::block) {
+    if (cancelled()) {
+        e = stopped();
+    } else if (file_kind_of(*caps) == file_kind::block) {
         e = run_block(*caps);
     } else {
         e = run_file(*caps);
+    }
+    if (!e.ok() && e.code().value() == ECANCELED && lease_broken()) {
+        e = zero::lease_broken_error(what());  // the engine stopped at its boundary for the break
     }
     if (e.ok() && !opt_.dry_run && opt_.sync) {
         // Durable before it is reported: fdatasync sends the device flush when the kernel
@@ -814,18 +851,124 @@ result<preallocate_report> preallocate_in_place(int fd, const std::string& path,
     return preallocate_here(fd, path, offset, length, options, partial);
 }
 
+namespace {
+
+// A missing name: the run works on a file nobody else can open (target::unnamed_file), which
+// gets the name only once the run has succeeded, durable with it when options.sync asks. A
+// refusal, a failure, a signal that ends the process, even SIGKILL, leave no file under the
+// name (where the filesystem has no O_TMPFILE, a crash can leave the hidden temporary).
+result<preallocate_report> run_on_new_file(target::opened& t, const std::string& path, mode_t mode,
+                                           const preallocate_options& options, preallocate_report* partial,
+                                           const on_descriptor& run) {
+    const std::string created = fmt::format("create: {} does not exist; {} (mode 0666 less the umask)", path,
+                                            options.dry_run ? "it would be created" : "creating it");
+    auto note = [&](preallocate_report& rep, const std::string& how) {
+        rep.decisions.insert(rep.decisions.begin(),
+                             {created + how, "exclusive use: not needed: a new file, which nobody else can open "
+                                             "before it has its name"});
+        rep.exclusive_use = "none";
+    };
+    if (options.dry_run) {
+        // The plan of a new, empty file on that filesystem, on an unnamed file in the same
+        // directory that is never linked (gone when closed): a dry run creates nothing.
+        unique_fd probe(::openat(t.dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+        if (!probe) {
+            const int err = errno;
+            return make_error_msg(err, fmt::format("dry run {}: the file does not exist, and an unnamed file to "
+                                                   "probe its filesystem could not be made: {}",
+                                                   path, errno_text(err)));
+        }
+        preallocate_report rep;
+        auto r = run(probe.get(), &rep);
+        note(r ? *r : rep, "");
+        if (partial != nullptr) {
+            *partial = r ? *r : rep;
+        }
+        return r;
+    }
+    auto tmp = target::unnamed_file::make(t.dir.get(), t.name, path, mode);
+    if (!tmp) {
+        return tmp.error();
+    }
+    const std::string how = "; built as " + tmp->how();
+    auto r = run(tmp->fd(), partial);
+    if (r) {
+        if (auto e = tmp->publish(options.sync); !e.ok()) {
+            if (partial != nullptr) {
+                *partial = std::move(*r);
+                partial->cleanup = "nothing created: the new file, built unnamed, is discarded";
+            }
+            return std::move(e).error();
+        }
+        note(*r, how);
+        return r;
+    }
+    if (partial != nullptr) {
+        note(*partial, how);
+        if (partial->bytes_done > 0 || !partial->cleanup.empty()) {
+            // The run had zeroed or allocated part of it (and cut it back): what is left to say
+            // is that none of it ever had the name. A refusal before any I/O needs no such line.
+            partial->cleanup = "nothing created: the new file, built unnamed, is discarded";
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+namespace {
+
+// Runs `run` with the lease taken by take_exclusive_use(), the report told how.
+result<preallocate_report> run_exclusive(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                         const preallocate_options& options, preallocate_report* partial,
+                                         const on_descriptor& run, exclusive_request request) {
+    write_lease lease;
+    preallocate_report exclusive;
+    const std::string what = fmt::format("{} {} [offset {}, length {}]", request.keep_data ? "allocate" : "zero",
+                                         path, offset, length);
+    if (auto s = take_exclusive_use(lease, fd, what, options, request, exclusive); !s.ok()) {
+        if (partial != nullptr) {
+            *partial = std::move(exclusive);
+            partial->path = path;
+            partial->offset = offset;
+            partial->length = length;
+        }
+        return std::move(s).error();
+    }
+    auto r = run(fd, partial);
+    for (preallocate_report* rep : {r ? &*r : nullptr, partial}) {
+        if (rep != nullptr && !exclusive.decisions.empty()) {
+            rep->exclusive_use = exclusive.exclusive_use;
+            rep->decisions.insert(rep->decisions.begin(), exclusive.decisions.begin(), exclusive.decisions.end());
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+result<preallocate_report> run_on_descriptor(int fd, const std::string& path, std::uint64_t offset,
+                                             std::uint64_t length, const preallocate_options& options,
+                                             preallocate_report* partial, const on_descriptor& run, bool keep_data) {
+    if (write_lease::held_on(fd) != nullptr) {
+        return run(fd, partial);  // an enclosing call of this thread holds it
+    }
+    return run_exclusive(fd, path, offset, length, options, partial, run, {false, keep_data});
+}
+
 result<preallocate_report> run_on_path(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial,
-                                       const on_descriptor& run) {
+                                       const on_descriptor& run, bool keep_data) {
     // Opened once and decided on the descriptor (probe/target.hpp): a block device is
-    // claimed exclusively on the inode that was checked, a missing name is created with
-    // O_EXCL, and nothing is ever opened by the same name twice.
+    // claimed exclusively on the inode that was checked, and nothing is ever opened by the
+    // same name twice.
     target::open_request req;
     req.mode = target::access::write;
     req.dry_run = options.dry_run;
     auto t = target::open(path, req);
     if (!t && t.error().code.value() == ENOENT) {
-        // A missing name is planned first and created only once the plan holds.
+        // A missing name: checked as a creation would be (no pseudo filesystem, writable),
+        // then built unnamed.
         req.create = true;
         req.dry_run = true;
         t = target::open(path, req);
@@ -834,54 +977,10 @@ result<preallocate_report> run_on_path(const std::string& path, std::uint64_t of
         return t.error();
     }
     if (t->would_create) {
-        // The plan of a new, empty file on that filesystem, probed on an unnamed O_TMPFILE in
-        // the same directory (never linked: it is gone when closed). A refusal found here (no
-        // room, a method that cannot work here without fallback) creates nothing; a dry run
-        // stops here.
-        unique_fd tmp(::openat(t->dir.get(), ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-        const int tmp_err = tmp ? 0 : errno;
-        if (!tmp && !options.dry_run && (tmp_err == EOPNOTSUPP || tmp_err == EISDIR || tmp_err == EINVAL)) {
-            // No O_TMPFILE on this filesystem: no preview; the run below still removes the
-            // file it creates if it fails.
-        } else if (!tmp) {
-            return make_error_msg(tmp_err, fmt::format("{} {}: the file does not exist, and an unnamed file to "
-                                                       "probe its filesystem could not be made: {}",
-                                                       options.dry_run ? "dry run" : "create", path,
-                                                       errno_text(tmp_err)));
-        } else {
-            preallocate_options preview = options;
-            preview.dry_run = true;
-            preallocate_report rep;
-            auto r = preallocate_here(tmp.get(), path, offset, length, preview, &rep);
-            rep.decisions.insert(rep.decisions.begin(),
-                                 fmt::format("create: {} does not exist; {} (mode 0666 less the umask)", path,
-                                             options.dry_run ? "it would be created" : "creating it"));
-            if (!r || options.dry_run) {
-                if (partial != nullptr) {
-                    *partial = rep;
-                }
-                if (!r) {
-                    return r.error();
-                }
-                return rep;
-            }
-        }
-        req.dry_run = false;
-        t = target::open(path, req);
-        if (!t) {
-            return t.error();
-        }
+        return run_on_new_file(*t, path, req.create_mode, options, partial, run);
     }
-    auto r = run(t->fd.get(), partial);
-    if (!r && t->created) {
-        // A file this run created is removed on any failure: it leaves nothing behind.
-        const int rc = target::remove_created(*t);
-        if (partial != nullptr) {
-            partial->cleanup = rc == 0 ? fmt::format("removed {}, which this run had created", path)
-                                       : fmt::format("could not remove {}, which this run had created: {}", path,
-                                                     errno_text(-rc));
-        }
-    }
+    // An existing file: nobody else may have it open while parts of it are zeroed.
+    auto r = run_exclusive(t->fd.get(), path, offset, length, options, partial, run, {true, keep_data});
     if (const int c = t->fd.close(); c != 0 && r) {
         return make_error("close", path, -c);
     }
@@ -896,8 +995,11 @@ result<preallocate_report> preallocate(int fd, const std::string& path, std::uin
                                        const preallocate_options& options, preallocate_report* partial) {
     private_fd_table table;
     const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<result<preallocate_report>>(
-        fmt::format("preallocate {}", path), table, [&] { return preallocate_here(fd, path, offset, length, o, partial); });
+    return in_private_fd_table<result<preallocate_report>>(fmt::format("preallocate {}", path), table, [&] {
+        return zero::run_on_descriptor(
+            fd, path, offset, length, o, partial,
+            [&](int d, preallocate_report* p) { return preallocate_here(d, path, offset, length, o, p); }, false);
+    });
 }
 
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
@@ -906,9 +1008,10 @@ result<preallocate_report> preallocate(const std::string& path, std::uint64_t of
     const preallocate_options o = progress_on_caller(options, table);
     return in_private_fd_table<result<preallocate_report>>(
         fmt::format("preallocate {}", path), table, [&] {
-            return zero::run_on_path(path, offset, length, o, partial, [&](int fd, preallocate_report* p) {
-                return preallocate_here(fd, path, offset, length, o, p);
-            });
+            return zero::run_on_path(
+                path, offset, length, o, partial,
+                [&](int fd, preallocate_report* p) { return preallocate_here(fd, path, offset, length, o, p); },
+                false);
         });
 }
 

@@ -27,6 +27,7 @@ std::string to_json(const preallocate_report& r, int indent) {
     j["io_engine"] = r.io_engine.empty() ? json(nullptr) : json(r.io_engine);
     j["flushed"] = r.flushed;
     j["copy_on_write"] = r.copy_on_write;
+    j["exclusive_use"] = r.exclusive_use.empty() ? json(nullptr) : json(r.exclusive_use);
     j["elapsed_seconds"] = r.elapsed_seconds;
     j["verified"] = r.verified ? json(*r.verified) : json(nullptr);
     j["verify_detail"] = r.verify_detail;

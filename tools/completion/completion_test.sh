@@ -137,7 +137,7 @@ for dir in bin-real bin-stub bin-broken; do
 	check $dir 'wzero bench write --qd ' ''
 	check $dir 'wzero bench write --bs ' 'bytes'
 	check $dir 'wzero bench write --unsafe' '--unsafe-through'
-	check $dir 'wzero-fallocate -' '--help --keep-size --length --offset --posix --verbose --version --write-zeroes --zero-range'
+	check $dir 'wzero-fallocate -' '--force --help --keep-size --length --offset --posix --verbose --version --write-zeroes --zero-range'
 	check $dir 'wzero-fallocate --pu' ''
 	check $dir 'wzero-fallocate --wr' '--write-zeroes'
 	check $dir 'wzero-fallocate -l ' 'bytes'

@@ -184,7 +184,9 @@ void add_alloc_commands(CLI::App& app, alloc_args& a) {
         ->type_name("mode")
         ->check(CLI::IsMember({"auto", "never", "require"}));
     cmd->add_flag("--dry-run", a.dry_run, "Print the decisions and the plan, touch nothing");
-    cmd->add_flag("-f,--force", a.force, "Zero a block device that holds a filesystem or partition table");
+    cmd->add_flag("-f,--force", a.force,
+                  "Zero a block device that holds a filesystem or partition table, or a file another process has "
+                  "open");
     cmd->add_option("--verify", a.verify, "Prove the result: none, extents (default) or data (read back)")
         ->type_name("mode")
         ->expected(0, 1)
@@ -261,6 +263,7 @@ int run_alloc(const alloc_args& a) {
                                       : wz::verify_mode::extents;
     opt.dry_run = a.dry_run;
     opt.force = a.force;
+    opt.exclusive = a.force ? wz::exclusive_mode::none : wz::exclusive_mode::automatic;
     opt.queue_depth = a.queue_depth;
     opt.passthrough = a.passthrough == "uring_cmd" ? wz::passthrough_mode::uring_cmd
                       : a.passthrough == "ioctl"   ? wz::passthrough_mode::ioctl
@@ -287,6 +290,9 @@ int run_alloc(const alloc_args& a) {
             print_error(fmt::format("{}: interrupted by {}", a.path, signal_name(stop_signal())));
         }
         print_error(e.message);
+        if (partial.exclusive_use == "refused") {
+            print_error("use --force to zero it anyway (wzero(1), EXCLUSIVE USE)");
+        }
         // Once zeroing may have begun (the record was taken), say how far it got; refusals
         // before that (bad range, unsupported method) wrote nothing and need no such line.
         const bool started = !partial.bytes_by_method.empty() && e.code.value() != EINVAL &&

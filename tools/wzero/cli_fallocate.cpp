@@ -70,6 +70,7 @@ void print_help() {
     text += " -z, --zero-range     zero the range as written zeroes, its data included\n";
     text += " -x, --posix          as without a mode: allocate written zeroes, keep data\n";
     text += " -v, --verbose        verbose mode\n";
+    text += "     --force          zero a file that another process has open (wzero's own)\n";
     text += "\n";
     text += fmt::format("{:<22}{}\n{:<22}{}\n", " -h, --help", "display this help", " -V, --version",
                         "display version");
@@ -80,7 +81,10 @@ void print_help() {
     (void)std::fwrite(text.data(), 1, text.size(), stdout);  // wz: ignored-error (finish_stdout reports it)
 }
 
-// util-linux 2.38's long options, in its order, plus 2.42's write-zeroes.
+// wzero's own long option, with no short form so that none of util-linux's is ever taken.
+constexpr int force_option = 0x100;
+
+// util-linux 2.38's long options, in its order, plus 2.42's write-zeroes, plus --force.
 const option long_options[] = {
     {"help", no_argument, nullptr, 'h'},         {"version", no_argument, nullptr, 'V'},
     {"keep-size", no_argument, nullptr, 'n'},    {"punch-hole", no_argument, nullptr, 'p'},
@@ -88,7 +92,8 @@ const option long_options[] = {
     {"insert-range", no_argument, nullptr, 'i'}, {"zero-range", no_argument, nullptr, 'z'},
     {"write-zeroes", no_argument, nullptr, 'w'}, {"offset", required_argument, nullptr, 'o'},
     {"length", required_argument, nullptr, 'l'}, {"posix", no_argument, nullptr, 'x'},
-    {"verbose", no_argument, nullptr, 'v'},      {nullptr, 0, nullptr, 0},
+    {"verbose", no_argument, nullptr, 'v'},      {"force", no_argument, nullptr, force_option},
+    {nullptr, 0, nullptr, 0},
 };
 constexpr const char* short_options = "hvVncpdizwxl:o:";
 
@@ -205,6 +210,7 @@ struct request {
     action what = action::allocate;
     bool keep_size = false;
     bool verbose = false;
+    bool force = false;  // wzero's own --force: zero a file that another process has open
     std::string path;
     std::uint64_t offset = 0, length = 0;
 };
@@ -247,6 +253,9 @@ void print_verbose(const request& rq, const wz::preallocate_report& r) {
 int run(const request& rq) {
     wz::preallocate_options opt;
     opt.cancel = &catch_stop_signals();
+    // Nobody else may have the file open while parts of it are zeroed, on the descriptor
+    // opened here (-n, -z) as by path; --force zeroes it anyway.
+    opt.exclusive = rq.force ? wz::exclusive_mode::none : wz::exclusive_mode::require;
     wz::preallocate_report partial;
     wz::result<wz::preallocate_report> r = wz::error_info{};
     const bool create = !rq.keep_size && rq.what != action::zero_range;
@@ -282,8 +291,10 @@ int run(const request& rq) {
             say(fmt::format("{}: interrupted by {}", rq.path, signal_name(stop_signal())));
         }
         say(e.message);
-        if (e.code.value() == EBUSY && e.message.find("--force") != std::string::npos) {
-            say("there is no --force here: `wzero alloc --force` zeroes such a device");
+        if (partial.exclusive_use == "refused") {
+            say("use --force to zero it anyway (wzero-fallocate(1), EXCLUSIVE USE)");
+        } else if (e.code.value() == EBUSY && e.message.find("--force") != std::string::npos) {
+            say("there is no --force for devices here: `wzero alloc --force` zeroes such a device");
         }
         if (partial.bytes_done != 0) {
             say(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] is "
@@ -373,6 +384,9 @@ int parse_and_run(int argc, char** argv) {
                 break;
             case 'v':
                 rq.verbose = true;
+                break;
+            case force_option:
+                rq.force = true;
                 break;
             case 'h':
                 print_help();
