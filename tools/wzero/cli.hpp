@@ -104,8 +104,9 @@ CLI::Validator positive_integer(std::uint64_t max);
 // would overflow the clock's deadline).
 CLI::Validator positive_seconds();
 
-// SIGINT, SIGTERM and SIGHUP set the returned flag instead of killing the process: a long
-// run (alloc, bench write) stops submitting, reaps what is in flight, says how far it got
+// Every signal that would end the process from outside (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+// SIGUSR1/2, SIGPIPE, SIGALRM, the real-time signals, ...) sets the returned flag instead: a
+// long run (alloc, bench write) stops submitting, reaps what is in flight, says how far it got
 // and exits 1. Further signals while it stops change nothing (only SIGKILL kills).
 const std::atomic<bool>& catch_stop_signals();
 // The first of those signals caught, 0 if none; its name ("SIGTERM").

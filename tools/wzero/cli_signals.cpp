@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// SIGINT, SIGTERM and SIGHUP during a long run (alloc, bench write): stop, not die.
+// A signal that would end the process during a long run (alloc, bench write): stop, not die.
 
 #include "cli.hpp"
 
 #include <csignal>
+#include <cstring>  // sigabbrev_np (glibc 2.32)
+
+#include <fmt/format.h>
 
 namespace wzcli {
 
@@ -28,9 +31,18 @@ const std::atomic<bool>& catch_stop_signals() {
     sigemptyset(&sa.sa_mask);
     // The handler stays installed (no SA_RESETHAND): a second signal while in-flight I/O is
     // reaped is the same request again, not a kill halfway through the reap. SIGKILL still
-    // kills; what the kernel had taken then completes or is cancelled without us.
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    // kills; what the kernel had taken then completes or is cancelled without us, and a file
+    // the run was creating has no name yet (zero/on_path.hpp). Caught: every signal whose
+    // default action ends the process and that comes from outside it (kill(1), a terminal, a
+    // timer, a closed pipe), the real-time ones included. Not the ones a fault raises (SIGSEGV,
+    // SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT): returning from those would run the
+    // faulting code again. SIGXFSZ is ignored instead (main.cpp).
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,
+                    SIGPWR, SIGSTKFLT, SIGXCPU}) {
         (void)sigaction(sig, &sa, nullptr);  // wz: ignored-error (cannot fail for these; the default would kill)
+    }
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) {
+        (void)sigaction(sig, &sa, nullptr);  // wz: ignored-error (as above)
     }
     return stop_requested;
 }
@@ -38,16 +50,13 @@ const std::atomic<bool>& catch_stop_signals() {
 int stop_signal() { return first_signal.load(); }
 
 std::string signal_name(int sig) {
-    switch (sig) {
-    case SIGINT:
-        return "SIGINT";
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGHUP:
-        return "SIGHUP";
-    default:
-        return "signal " + std::to_string(sig);
+    if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
+        return sig == SIGRTMIN ? "SIGRTMIN" : fmt::format("SIGRTMIN+{}", sig - SIGRTMIN);
     }
+    if (const char* abbrev = sigabbrev_np(sig)) {
+        return std::string("SIG") + abbrev;
+    }
+    return "signal " + std::to_string(sig);
 }
 
 }  // namespace wzcli
