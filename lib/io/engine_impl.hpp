@@ -31,8 +31,8 @@ public:
                                             const rate_limit& rate, io_outcome& out) = 0;
     virtual result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
                                                  unsigned queue_depth, const progress_fn& progress,
-                                                 passthrough_path* used, passthrough_choice choice,
-                                                 io_outcome& out) = 0;
+                                                 const rate_limit& rate, passthrough_path* used,
+                                                 passthrough_choice choice, io_outcome& out) = 0;
 };
 
 // Writes through io_uring (WRITE_FIXED / WRITE; uring_cmd, else the ioctl one at a time).
@@ -44,8 +44,9 @@ public:
     result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
                                     io_outcome& out) override;
     result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
-                                         unsigned queue_depth, const progress_fn& progress, passthrough_path* used,
-                                         passthrough_choice choice, io_outcome& out) override;
+                                         unsigned queue_depth, const progress_fn& progress, const rate_limit& rate,
+                                         passthrough_path* used, passthrough_choice choice,
+                                         io_outcome& out) override;
 };
 
 // A pool of up to detail::psync_max_threads threads doing pwrite and the NVMe passthrough
@@ -56,8 +57,9 @@ public:
     result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
                                     io_outcome& out) override;
     result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
-                                         unsigned queue_depth, const progress_fn& progress, passthrough_path* used,
-                                         passthrough_choice choice, io_outcome& out) override;
+                                         unsigned queue_depth, const progress_fn& progress, const rate_limit& rate,
+                                         passthrough_path* used, passthrough_choice choice,
+                                         io_outcome& out) override;
 };
 
 // The process's engine (wz::current_io_engine()), or the one named.

@@ -31,8 +31,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
 
 namespace wz {
 
@@ -206,6 +208,10 @@ status runner::run_nvme(const capabilities& caps, const std::vector<plan::operat
         return cfd.error();
     }
     io::nvme_target t{*cfd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+    // Under a rate a DEAC command is cut only where every piece stays aligned and whole granules.
+    const plan::dealloc_blocks dealloc = plan::dealloc_blocks_of(plan::geometry_from(caps));
+    t.deac_unit_lba = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        std::lcm(dealloc.granularity, dealloc.alignment), std::numeric_limits<std::uint32_t>::max()));
     std::vector<io::nvme_zero_cmd> cmds;
     cmds.reserve(ops.size());
     for (const auto& op : ops) {
@@ -214,7 +220,8 @@ status runner::run_nvme(const capabilities& caps, const std::vector<plan::operat
     io::passthrough_path used{};
     io::io_outcome out;
     const std::uint64_t before = rep_.bytes_done;
-    auto r = io::nvme_write_zeroes(t, cmds, queue_depth_, io_progress(), &used,
+    auto r = io::nvme_write_zeroes(t, cmds, queue_depth_, io_progress(), io::rate_limit{opt_.rate_bytes_per_second},
+                                   &used,
                                    opt_.passthrough == passthrough_mode::uring_cmd ? io::passthrough_choice::uring_cmd
                                    : opt_.passthrough == passthrough_mode::ioctl   ? io::passthrough_choice::ioctl
                                                                                    : io::passthrough_choice::automatic,
