@@ -5,6 +5,7 @@
 
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
+#include "io/pacing.hpp"
 #include "plan/zero_plan.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/fs_traits.hpp"
@@ -32,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -56,7 +58,7 @@ public:
     runner(int fd, std::string path, std::uint64_t offset, std::uint64_t length, const preallocate_options& opt,
            preallocate_report& rep)
         : fd_(fd), path_(std::move(path)), offset_(offset), length_(length), opt_(opt), rep_(rep),
-          start_(std::chrono::steady_clock::now()) {}
+          start_(std::chrono::steady_clock::now()), piece_(io::paced_piece_bytes(opt.rate_bytes_per_second)) {}
 
     status run();
 
@@ -66,6 +68,8 @@ private:
     status execute(const capabilities& caps, const std::vector<plan::operation>& ops);
     status run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops);
     status run_writes(const plan::operation& op);
+    status run_calls(const plan::operation& op, zero_method method, const char* what,
+                     const std::function<int(std::uint64_t, std::uint64_t)>& call, std::uint64_t& done);
     status recheck_edges(const std::vector<plan::operation>& ops);
     status write_back_range() {
         if (::sync_file_range(fd_, static_cast<off_t>(offset_), static_cast<off_t>(length_),
@@ -129,6 +133,9 @@ private:
     const preallocate_options& opt_;
     preallocate_report& rep_;
     std::chrono::steady_clock::time_point start_;
+    // Under a rate, the most bytes one command or write zeroes before the bucket is asked
+    // again (io::paced_piece_bytes); 0 without one.
+    std::uint64_t piece_;
     unique_fd direct_;
     unique_fd char_;
     unique_fd reader_;
@@ -164,6 +171,10 @@ status runner::run_writes(const plan::operation& op) {
     req.offset = op.offset;
     req.length = op.length;
     req.queue_depth = queue_depth_;
+    if (piece_ != 0) {
+        // Paced as the device commands are: a piece is a multiple of every DIO alignment.
+        req.chunk_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(req.chunk_bytes, piece_));
+    }
     req.direct = op.kind == plan::op_kind::write_direct;
     if (req.direct) {
         auto dfd = direct_fd();
@@ -292,6 +303,35 @@ status runner::recheck_edges(const std::vector<plan::operation>& ops) {
     return {};
 }
 
+// BLKZEROOUT and fallocate(FALLOC_FL_WRITE_ZEROES): one synchronous call each, which the
+// kernel does not interrupt. Without a rate, one call over the whole operation, as ever. Under
+// one the operation is cut into pieces (io::piece_length: after the first, on multiples of the
+// piece size, which no block or page straddles), each sent when the token bucket (io::pacer,
+// the one the engines use for writes and NVMe commands) has its bytes; a cancel ends a wait at
+// once and stops before the next piece. `call` returns 0 or -errno; a failure names the piece
+// that failed, and `done` counts the bytes of the operation zeroed before it.
+status runner::run_calls(const plan::operation& op, zero_method method, const char* what,
+                         const std::function<int(std::uint64_t, std::uint64_t)>& call, std::uint64_t& done) {
+    io::pacer pace(io::rate_limit{opt_.rate_bytes_per_second}, piece_);
+    const std::uint64_t end = op.offset + op.length;
+    done = 0;
+    for (std::uint64_t at = op.offset; at < end;) {
+        const std::uint64_t n = io::piece_length(at, end, piece_);
+        if (cancelled() || !pace.admit(n, io_progress())) {
+            return make_error_msg(ECANCELED, fmt::format("zero {}: interrupted", path_));
+        }
+        rep_.device_commands++;
+        if (const int rc = call(at, n); rc != 0) {
+            return make_error_range(what, path_, at, n, -rc);
+        }
+        rep_.bytes_by_method[method] += n;
+        progress(n);
+        done += n;
+        at += n;
+    }
+    return {};
+}
+
 // Runs a batch of operations in order, grouping consecutive NVMe commands so that they
 // share one ring and queue depth.
 status runner::execute(const capabilities& caps, const std::vector<plan::operation>& ops) {
@@ -318,24 +358,31 @@ status runner::execute(const capabilities& caps, const std::vector<plan::operati
             i = j;
             continue;
         }
-        case plan::op_kind::kernel_write_zeroes:
-            rep_.device_commands++;
+        case plan::op_kind::kernel_write_zeroes: {
             // Planned for block devices only (a file's is run_file's first stage): no
             // filesystem to remember a refusal for.
-            if (const int rc = zero::kernel_write_zeroes(fd_, op.offset, op.length, std::nullopt); rc != 0) {
-                return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, op.offset, op.length, -rc);
+            std::uint64_t done = 0;
+            if (auto e = run_calls(op, zero_method::kernel, "fallocate(FALLOC_FL_WRITE_ZEROES)",
+                                   [this](std::uint64_t at, std::uint64_t n) {
+                                       return zero::kernel_write_zeroes(fd_, at, n, std::nullopt);
+                                   },
+                                   done);
+                !e.ok()) {
+                return e;
             }
-            rep_.bytes_by_method[zero_method::kernel] += op.length;
-            progress(op.length);
             break;
+        }
         case plan::op_kind::zeroout: {
-            std::uint64_t range[2] = {op.offset, op.length};
-            rep_.device_commands++;
-            if (::ioctl(fd_, BLKZEROOUT, range) != 0) {
-                return make_error_range("BLKZEROOUT", path_, op.offset, op.length, errno);
+            std::uint64_t done = 0;
+            if (auto e = run_calls(op, zero_method::zeroout, "BLKZEROOUT",
+                                   [this](std::uint64_t at, std::uint64_t n) {
+                                       std::uint64_t range[2] = {at, n};
+                                       return ::ioctl(fd_, BLKZEROOUT, range) == 0 ? 0 : -errno;
+                                   },
+                                   done);
+                !e.ok()) {
+                return e;
             }
-            rep_.bytes_by_method[zero_method::zeroout] += op.length;
-            progress(op.length);
             break;
         }
         case plan::op_kind::allocate:
@@ -385,15 +432,20 @@ status runner::run_file(const capabilities& caps) {
             return {};
         }
         step(op);
-        rep_.device_commands++;
-        const int err = -zero::kernel_write_zeroes(fd_, offset_, length_, st.st_dev);
-        if (err == 0) {
-            rep_.bytes_by_method[zero_method::kernel] += length_;
-            progress(length_);
+        std::uint64_t done = 0;
+        auto e = run_calls(op, zero_method::kernel, "fallocate(FALLOC_FL_WRITE_ZEROES)",
+                           [this, &st](std::uint64_t at, std::uint64_t n) {
+                               return zero::kernel_write_zeroes(fd_, at, n, st.st_dev);
+                           },
+                           done);
+        if (e.ok()) {
             return {};
         }
-        if (!zero::kernel_zero_refused(err)) {
-            return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, offset_, length_, err);
+        // A refusal is the kernel saying "not here", which only the first call can say: after
+        // one piece went through, any failure is one.
+        const int err = e.error().code.value();
+        if (done != 0 || e.error().code.category() != std::system_category() || !zero::kernel_zero_refused(err)) {
+            return e;
         }
         decide(fmt::format("kernel: FALLOC_FL_WRITE_ZEROES refused ({})", errno_text(err)));
         if (opt_.method == method_request::kernel && !opt_.fallback) {
@@ -640,6 +692,14 @@ status runner::run() {
     const plan::queue_choice qd = plan::choose_queue_depth(*caps, opt_.queue_depth);
     queue_depth_ = qd.depth;
     decide(qd.reason);
+    if (piece_ != 0) {
+        rep_.rate_bytes_per_second = opt_.rate_bytes_per_second;
+        rep_.rate_piece_bytes = piece_;
+        decide(fmt::format("rate: {} bytes/s for every method: each NVMe command, BLKZEROOUT or fallocate call and "
+                           "data write zeroes at most {} bytes (a twentieth of a second at this rate in whole 64 KiB, "
+                           "64 KiB to 64 MiB) and goes when a token bucket, starting empty, has its bytes",
+                           opt_.rate_bytes_per_second, piece_));
+    }
     status e;
     if (file_kind_of(*caps) == file_kind::block) {
         e = run_block(*caps);
