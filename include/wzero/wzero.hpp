@@ -281,7 +281,12 @@ struct progress_info {
 struct preallocate_options {
     method_request method = method_request::automatic;
     bool fallback = true;                        // go down the chain when a method is refused
-    in_place_mode in_place = in_place_mode::automatic;  // re-zero written extents through NVMe
+    // Re-zero a file's written extents through NVMe at their own addresses (automatic), never
+    // (data writes instead), or require it: then a range holding an extent that cannot be
+    // zeroed in place (NVMe unusable here, or a shared, encoded, encrypted, inline, delayed or
+    // unknown extent) is refused with ENOTSUP before any I/O. Holes and unwritten extents are
+    // filled by data writes in every mode.
+    in_place_mode in_place = in_place_mode::automatic;
     // I/O commands in flight; 0: automatic (32, but 2 on a loop device doing buffered I/O,
     // whose single worker gains nothing from more and the page cache loses).
     unsigned queue_depth = 0;

@@ -70,6 +70,7 @@ private:
     status run_writes(const plan::operation& op);
     status run_calls(const plan::operation& op, zero_method method, const char* what,
                      const std::function<int(std::uint64_t, std::uint64_t)>& call, std::uint64_t& done);
+    status require_in_place(const capabilities& caps, bool written_needs_nvme);
     status recheck_edges(const std::vector<plan::operation>& ops);
     status write_back_range() {
         if (::sync_file_range(fd_, static_cast<off_t>(offset_), static_cast<off_t>(length_),
@@ -332,6 +333,54 @@ status runner::run_calls(const plan::operation& op, zero_method method, const ch
     return {};
 }
 
+// --in-place=require promises that no extent of the range is zeroed other than in place: the
+// rule (plan::check_in_place_required) is held against the whole range's map before anything
+// is written (the allocation included), so that a refusal leaves the file as it was. The map
+// is taken as the run takes its own (FIEMAP_FLAG_SYNC: delayed allocations resolved). Without
+// an extent map nothing can be shown: the part of the range inside the file counts as unknown.
+status runner::require_in_place(const capabilities& caps, bool written_needs_nvme) {
+    if (opt_.in_place != in_place_mode::require) {
+        return {};
+    }
+    const plan::request req = request();
+    extent::walker walk(fd_, path_, offset_, length_, extent_batch, true);
+    std::vector<extent::extent> batch;
+    std::uint64_t extents = 0;
+    while (true) {
+        auto more = walk.next(batch);
+        if (!more) {
+            if (more.error().code.value() != EOPNOTSUPP) {
+                return more.error();
+            }
+            struct ::stat st {};
+            if (::fstat(fd_, &st) != 0) {
+                return make_error("fstat", path_, errno);
+            }
+            const auto size = static_cast<std::uint64_t>(st.st_size);
+            batch.clear();
+            if (size > offset_) {
+                batch.push_back({offset_, std::min(size, offset_ + length_) - offset_, std::nullopt,
+                                 extent::kind::unknown, 0});
+            }
+        } else if (!*more) {
+            break;
+        }
+        if (auto e = plan::check_in_place_required(caps, req, batch, written_needs_nvme); !e.ok()) {
+            error_info err = std::move(e).error();
+            err.message += "; decided before any I/O: the file is untouched";
+            return err;
+        }
+        extents += batch.size();
+        if (!more) {
+            break;
+        }
+    }
+    decide(fmt::format("in-place: required; the range's {} extents checked before any I/O: none that cannot be "
+                       "zeroed in place{}",
+                       extents, written_needs_nvme ? "" : " (written extents: the kernel's offload is tried first)"));
+    return {};
+}
+
 // Runs a batch of operations in order, grouping consecutive NVMe commands so that they
 // share one ring and queue depth.
 status runner::execute(const capabilities& caps, const std::vector<plan::operation>& ops) {
@@ -423,6 +472,12 @@ status runner::run_file(const capabilities& caps) {
                            "nothing here",
                            caps.fs->cow_reason));
     }
+    // --in-place=require: the whole range's map, before anything is written. While the kernel
+    // is still to be tried, only the extents nothing may zero in place: where the kernel works
+    // it zeroes written extents itself; where it refuses, the rest of the rule follows below.
+    if (auto e = require_in_place(caps, !try_kernel); !e.ok()) {
+        return e;
+    }
     if (try_kernel) {
         decide("kernel: " + first->reason);
         plan::operation op{plan::op_kind::kernel_write_zeroes, offset_, length_, 0, 0, false, first->reason};
@@ -452,6 +507,9 @@ status runner::run_file(const capabilities& caps) {
             return make_error_msg(ENOTSUP, fmt::format("{}: method kernel is not supported here: "
                                                        "fallocate(FALLOC_FL_WRITE_ZEROES): {}",
                                                        path_, errno_text(err)));
+        }
+        if (auto refused = require_in_place(caps, true); !refused.ok()) {
+            return refused;
         }
     } else if (!first->reason.empty()) {
         decide(first->reason);
