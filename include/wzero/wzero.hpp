@@ -305,12 +305,21 @@ struct progress_info {
 struct preallocate_options {
     method_request method = method_request::automatic;
     bool fallback = true;                        // go down the chain when a method is refused
-    in_place_mode in_place = in_place_mode::automatic;  // re-zero written extents through NVMe
+    // Re-zero a file's written extents through NVMe at their own addresses (automatic), never
+    // (data writes instead), or require it: then a range holding an extent that cannot be
+    // zeroed in place (NVMe unusable here, or a shared, encoded, encrypted, inline, delayed or
+    // unknown extent) is refused with ENOTSUP before any I/O. Holes and unwritten extents are
+    // filled by data writes in every mode.
+    in_place_mode in_place = in_place_mode::automatic;
     // I/O commands in flight; 0: automatic (32, but 2 on a loop device doing buffered I/O,
     // whose single worker gains nothing from more and the page cache loses).
     unsigned queue_depth = 0;
     passthrough_mode passthrough = passthrough_mode::automatic;
-    std::uint64_t rate_bytes_per_second = 0;     // 0: unlimited
+    // 0: unlimited. Otherwise every method holds it: each data write, NVMe Write Zeroes,
+    // BLKZEROOUT and FALLOC_FL_WRITE_ZEROES call is cut to at most about a twentieth of a
+    // second's worth (preallocate_report::rate_piece_bytes) and sent when a token bucket,
+    // starting empty, has its bytes: zeroing N bytes takes at least N / rate seconds.
+    std::uint64_t rate_bytes_per_second = 0;
     verify_mode verify = verify_mode::extents;
     bool dry_run = false;                        // plan only: touch nothing
     // Zero a block device that carries a filesystem signature or partition table (found
@@ -347,6 +356,10 @@ struct preallocate_report {
     std::uint64_t bytes_done = 0;
     std::uint64_t device_commands = 0;  // NVMe commands, write syscalls/SQEs, fallocate/ioctl calls
     std::string passthrough_path;       // "uring_cmd" or "ioctl" when NVMe commands were sent
+    // Under options.rate_bytes_per_second (copied here; 0: none), the most bytes one command
+    // or write zeroed before the token bucket was asked again; 0 without a rate.
+    std::uint64_t rate_bytes_per_second = 0;
+    std::uint64_t rate_piece_bytes = 0;
     std::string io_engine;              // "io_uring" or "psync" when data writes or NVMe commands were sent
     bool flushed = false;
     // A regular file whose data is copy-on-write (btrfs without No_COW, bcachefs, zfs): zeroes

@@ -36,12 +36,15 @@ private:
 // Called from the submitting thread after completions, with the number of bytes newly
 // completed; return false to cancel (in-flight I/O is reaped, nothing new is submitted, the
 // call returns ECANCELED with the progress made). Not called again once it returned false.
-// While a rate limit holds writes back it is also called with 0, at least every 50 ms, so
-// that a cancel ends the wait at once.
+// While a rate limit holds writes or commands back it is also called with 0, at least every
+// 50 ms, so that a cancel ends the wait at once.
 using progress_fn = std::function<bool(std::uint64_t bytes_completed_now)>;
 
-// Bytes per second; 0 = unlimited. A token bucket of one chunk, starting empty, is charged
-// before each submission: over any run, bytes submitted <= rate * elapsed + one chunk.
+// Bytes per second; 0 = unlimited. A token bucket (io/pacing.hpp), starting empty and
+// holding at most two pieces, is charged with the bytes each write or command zeroes before
+// it is submitted: over any call, bytes submitted <= rate * elapsed. Under a rate, NVMe
+// commands are cut into pieces of io::paced_piece_bytes (about a twentieth of a second's
+// worth) so that the bucket meters them finely; writes go in chunks of at most chunk_bytes.
 struct rate_limit {
     std::uint64_t bytes_per_second = 0;
 };
@@ -87,6 +90,10 @@ struct nvme_target {
     std::string char_path;
     std::uint32_t nsid = 0;
     std::uint32_t lba_bytes = 512;
+    // Under a rate a DEAC command is cut only at multiples of this many blocks from its start:
+    // the deallocation granularity's and alignment's least common multiple, so that every
+    // piece is aligned and whole granules as the command was. 1: no such geometry.
+    std::uint32_t deac_unit_lba = 1;
 };
 
 struct nvme_zero_cmd {
@@ -107,20 +114,26 @@ enum class passthrough_choice { automatic, uring_cmd, ioctl };
 // uring_cmd (Linux 5.19+): a ring with IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
 // IORING_OP_URING_CMD with cmd_op NVME_URING_CMD_IO. It counts as missing when ring setup
 // fails with EINVAL/ENOSYS/EPERM/EOPNOTSUPP (flags unknown, io_uring absent or disabled by
-// sysctl), when the opcode probe lacks URING_CMD, or when the first command (sent alone)
-// fails with EOPNOTSUPP or EINVAL; automatic then sends every command, that first one
-// included, with NVME_IOCTL_IO_CMD one at a time. `*used` records the path of every command.
+// sysctl), when the opcode probe lacks URING_CMD, or when the first command (sent alone;
+// under a rate, its first piece) fails with EOPNOTSUPP or EINVAL; automatic then sends every
+// command, that first one included, with NVME_IOCTL_IO_CMD one at a time. `*used` records
+// the path of every command.
 // psync: NVME_IOCTL_IO_CMD from the thread pool, the first command alone, then up to
 // min(queue_depth, 8) in flight; passthrough_choice::uring_cmd is EOPNOTSUPP ("not
 // supported") naming the engine and why.
 // A command failing with an NVMe status is an error with
 // std::error_code(status, wz::nvme::status_category()); -errno with the system category;
 // the message names the char device, SLBA, NLB and DEAC.
-// Progress gets nlb * lba_bytes per completed command. An nlb outside 1..65536 is EINVAL
+// Under a rate (`rate`) each command is sent as pieces of at most io::paced_piece_bytes
+// (io::nvme_pieces: DEAC ones whole multiples of t.deac_unit_lba), each charged to the token
+// bucket before it goes, the same on both engines and both paths; without one, commands go
+// as given. io_outcome::commands and the error name what was sent: pieces.
+// Progress gets nlb * lba_bytes per completed piece. An nlb outside 1..65536 is EINVAL
 // before anything is sent.
-// bytes_done: the bytes of the longest prefix of `cmds` whose commands all completed.
+// bytes_done: the bytes of the longest prefix of `cmds` (in pieces) that all completed.
 result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds, unsigned queue_depth,
-                                     const progress_fn& progress, passthrough_path* used = nullptr,
+                                     const progress_fn& progress, const rate_limit& rate,
+                                     passthrough_path* used = nullptr,
                                      passthrough_choice choice = passthrough_choice::automatic,
                                      io_outcome* partial = nullptr);
 

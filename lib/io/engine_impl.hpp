@@ -6,10 +6,10 @@
 #pragma once
 
 #include "io/engine.hpp"
+#include "io/pacing.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -31,8 +31,8 @@ public:
                                             const rate_limit& rate, io_outcome& out) = 0;
     virtual result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
                                                  unsigned queue_depth, const progress_fn& progress,
-                                                 passthrough_path* used, passthrough_choice choice,
-                                                 io_outcome& out) = 0;
+                                                 const rate_limit& rate, passthrough_path* used,
+                                                 passthrough_choice choice, io_outcome& out) = 0;
 };
 
 // Writes through io_uring (WRITE_FIXED / WRITE; uring_cmd, else the ioctl one at a time).
@@ -44,8 +44,9 @@ public:
     result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
                                     io_outcome& out) override;
     result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
-                                         unsigned queue_depth, const progress_fn& progress, passthrough_path* used,
-                                         passthrough_choice choice, io_outcome& out) override;
+                                         unsigned queue_depth, const progress_fn& progress, const rate_limit& rate,
+                                         passthrough_path* used, passthrough_choice choice,
+                                         io_outcome& out) override;
 };
 
 // A pool of up to detail::psync_max_threads threads doing pwrite and the NVMe passthrough
@@ -56,56 +57,15 @@ public:
     result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
                                     io_outcome& out) override;
     result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
-                                         unsigned queue_depth, const progress_fn& progress, passthrough_path* used,
-                                         passthrough_choice choice, io_outcome& out) override;
+                                         unsigned queue_depth, const progress_fn& progress, const rate_limit& rate,
+                                         passthrough_path* used, passthrough_choice choice,
+                                         io_outcome& out) override;
 };
 
 // The process's engine (wz::current_io_engine()), or the one named.
 [[nodiscard]] engine& engine_for(io_engine e);
 
 namespace detail {
-
-using std::chrono::nanoseconds;
-using steady = std::chrono::steady_clock;
-
-// Charged before each submission. Starts empty so that the average from the very start
-// holds (a full bucket would let the first chunk through free); holds at most one chunk so
-// that idle time does not turn into a burst.
-class token_bucket {
-public:
-    token_bucket(std::uint64_t bytes_per_second, std::uint64_t capacity_bytes)
-        : rate_(static_cast<double>(bytes_per_second)), capacity_(static_cast<double>(capacity_bytes)),
-          last_(steady::now()) {}
-
-    // nullopt when `bytes` were taken; else how long until they will be there.
-    std::optional<nanoseconds> take(std::uint64_t bytes) {
-        if (rate_ <= 0) {
-            return std::nullopt;
-        }
-        const auto now = steady::now();
-        const double elapsed_s = std::chrono::duration<double>(now - last_).count();
-        last_ = now;
-        tokens_ = std::min(capacity_, tokens_ + elapsed_s * rate_);
-        const auto need = static_cast<double>(bytes);
-        if (tokens_ >= need) {
-            tokens_ -= need;
-            return std::nullopt;
-        }
-        const double wait_ns = std::ceil((need - tokens_) / rate_ * 1e9);
-        return nanoseconds(std::max<std::int64_t>(static_cast<std::int64_t>(wait_ns), 1000));
-    }
-
-private:
-    double rate_;
-    double capacity_;
-    double tokens_ = 0;
-    steady::time_point last_;
-};
-
-// Longest sleep between looks at the caller's cancel while the rate limit holds writes back:
-// the wait for one chunk can be days (1 MiB at --rate 1 is 12 days), and a SIGINT must end
-// the run at once, not after it.
-constexpr nanoseconds rate_wait_slice = std::chrono::milliseconds(50);
 
 // Beyond a few thousand writes in flight nothing is gained for zeroing; the ring and the op
 // table would only grow (the kernel's own cap is 32768 entries).

@@ -637,7 +637,7 @@ TEST_P(nvme_args_test, invalid_nlb_is_einval_and_nothing_is_sent) {
                 called = true;
                 return true;
             },
-            &used, passthrough_choice::automatic, &partial);
+            rate_limit{}, &used, passthrough_choice::automatic, &partial);
         ASSERT_FALSE(res);
         EXPECT_EQ(res.error().code, std::errc::invalid_argument) << res.error().message;
         EXPECT_NE(res.error().message.find(c.needle), std::string::npos) << res.error().message;
@@ -653,14 +653,18 @@ TEST_P(nvme_args_test, invalid_target_is_einval) {
     const nvme_zero_cmd cmd{0, 8, false};
     nvme_target t = target_;
     t.nsid = 0;
-    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr).error().code, std::errc::invalid_argument);
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr, rate_limit{}).error().code, std::errc::invalid_argument);
     t = target_;
     t.lba_bytes = 520;
-    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr).error().code, std::errc::invalid_argument);
-    EXPECT_EQ(nvme_write_zeroes(target_, {&cmd, 1}, 0, nullptr).error().code, std::errc::invalid_argument);
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr, rate_limit{}).error().code, std::errc::invalid_argument);
+    EXPECT_EQ(nvme_write_zeroes(target_, {&cmd, 1}, 0, nullptr, rate_limit{}).error().code,
+              std::errc::invalid_argument);
+    t = target_;
+    t.deac_unit_lba = 0;
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr, rate_limit{}).error().code, std::errc::invalid_argument);
     t = target_;
     t.char_fd = -1;
-    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr).error().code, std::errc::bad_file_descriptor);
+    EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr, rate_limit{}).error().code, std::errc::bad_file_descriptor);
 }
 
 // Not a char device: uring_cmd is missing for it (EOPNOTSUPP on the first command), so the
@@ -669,7 +673,8 @@ TEST_P(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
     const nvme_zero_cmd cmds[] = {{100, 8, true}, {108, 8, true}};
     auto used = passthrough_path::uring_cmd;
     io_outcome partial;
-    auto res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::automatic, &partial);
+    auto res =
+        nvme_write_zeroes(target_, cmds, 4, nullptr, rate_limit{}, &used, passthrough_choice::automatic, &partial);
     ASSERT_FALSE(res);
     EXPECT_EQ(used, passthrough_path::ioctl);
     EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation) << res.error().message;
@@ -681,7 +686,7 @@ TEST_P(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
     EXPECT_EQ(partial.engine, GetParam());
 
     // Asked for uring_cmd only: "not supported", no fallback.
-    res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::uring_cmd);
+    res = nvme_write_zeroes(target_, cmds, 4, nullptr, rate_limit{}, &used, passthrough_choice::uring_cmd);
     ASSERT_FALSE(res);
     EXPECT_EQ(res.error().code, std::errc::operation_not_supported) << res.error().message;
     EXPECT_NE(res.error().message.find("not supported"), std::string::npos);
@@ -690,10 +695,69 @@ TEST_P(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
     }
 
     used = passthrough_path::uring_cmd;
-    res = nvme_write_zeroes(target_, cmds, 4, nullptr, &used, passthrough_choice::ioctl);
+    res = nvme_write_zeroes(target_, cmds, 4, nullptr, rate_limit{}, &used, passthrough_choice::ioctl);
     ASSERT_FALSE(res);
     EXPECT_EQ(used, passthrough_path::ioctl);
     EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation);
+}
+
+// Under a rate a command goes as pieces: what reaches the device (here the ioctl, which fails
+// at once with ENOTTY) is the first piece, and the error names it. 1.5 MiB/s gives pieces of
+// 64 KiB, 128 blocks; a DEAC command is cut in whole units (48 blocks: 96 a piece). Without a
+// rate the same command goes whole.
+TEST_P(nvme_args_test, rate_cuts_commands_into_pieces) {
+    struct row {
+        nvme_zero_cmd cmd;
+        std::uint64_t rate;
+        const char* sent;
+    };
+    const row rows[] = {
+        {{100, 2048, false}, 1536 * 1024, "SLBA 100, NLB 128, DEAC 0"},
+        {{96, 2048, true}, 1536 * 1024, "SLBA 96, NLB 96, DEAC 1"},
+        {{100, 2048, false}, 0, "SLBA 100, NLB 2048, DEAC 0"},
+    };
+    nvme_target t = target_;
+    t.deac_unit_lba = 48;
+    for (const auto& r : rows) {
+        SCOPED_TRACE(r.sent);
+        io_outcome partial;
+        auto res = nvme_write_zeroes(t, {&r.cmd, 1}, 4, nullptr, rate_limit{r.rate}, nullptr,
+                                     passthrough_choice::automatic, &partial);
+        ASSERT_FALSE(res);
+        EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation) << res.error().message;
+        EXPECT_NE(res.error().message.find(r.sent), std::string::npos) << res.error().message;
+        EXPECT_EQ(partial.commands, 1U);
+        EXPECT_EQ(partial.bytes_done, 0U);
+    }
+}
+
+// The bucket holds the first piece back (64 KiB at 1 byte/s: 18 hours); the caller's cancel,
+// asked while it waits, ends the call at once with nothing sent, on both engines and paths.
+TEST_P(nvme_args_test, cancel_ends_a_rate_wait_and_nothing_is_sent) {
+    const nvme_zero_cmd cmd{0, 2048, false};
+    for (auto choice : {passthrough_choice::automatic, passthrough_choice::ioctl}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto cancel_at = t0 + std::chrono::milliseconds(150);
+        unsigned asked = 0;
+        io_outcome partial{1, 1, true};
+        auto res = nvme_write_zeroes(
+            target_, {&cmd, 1}, 4,
+            [&](std::uint64_t n) {
+                EXPECT_EQ(n, 0U);
+                ++asked;
+                return std::chrono::steady_clock::now() < cancel_at;
+            },
+            rate_limit{1}, nullptr, choice, &partial);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ASSERT_FALSE(res);
+        EXPECT_EQ(res.error().code.value(), ECANCELED) << res.error().message;
+        EXPECT_NE(res.error().message.find("cancelled after 0 of 1048576 bytes"), std::string::npos)
+            << res.error().message;
+        EXPECT_EQ(partial.commands, 0U);
+        EXPECT_EQ(partial.bytes_done, 0U);
+        EXPECT_GE(asked, 2U);
+        EXPECT_LT(s, 5.0);  // generous: an 18-hour wait is the bug
+    }
 }
 
 TEST_P(nvme_args_test, flush_errors_name_the_device) {

@@ -6,6 +6,7 @@
 #include "io/engine_impl.hpp"
 #include "io/engine_select.hpp"
 #include "io/nvme_cmd.hpp"
+#include "io/pacing.hpp"
 #include "io/ring.hpp"
 #include "io/worker_pool.hpp"
 #include "util/errors.hpp"
@@ -19,7 +20,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace wz::io {
@@ -58,18 +61,31 @@ std::error_code code_of(int rc) {
     return rc > 0 ? std::error_code(rc, nvme::status_category()) : std::error_code(-rc, std::system_category());
 }
 
-// Runs the commands, keeping the bookkeeping both paths share.
+// Runs the commands, keeping the bookkeeping both paths share. Under a rate each command is
+// sent as pieces (nvme_pieces), cut as they are handed out, each charged to the bucket by the
+// bytes it zeroes before it goes; without one a piece is the whole command.
 class nvme_zeroer {
 public:
-    nvme_zeroer(const nvme_target& t, std::span<const nvme_zero_cmd> cmds, const progress_fn& progress)
-        : t_(t), cmds_(cmds), progress_(progress), done_(cmds.size(), false) {}
+    nvme_zeroer(const nvme_target& t, std::span<const nvme_zero_cmd> cmds, const progress_fn& progress,
+                const rate_limit& rate)
+        : t_(t), cmds_(cmds), progress_(progress),
+          cut_(nvme_pieces(paced_piece_bytes(rate.bytes_per_second), t.lba_bytes, t.deac_unit_lba)),
+          pacer_(rate, std::uint64_t{std::max(cut_.plain, cut_.deac)} * t.lba_bytes) {
+        for (const nvme_zero_cmd& c : cmds_) {
+            const std::uint32_t per = c.deac ? cut_.deac : cut_.plain;
+            pieces_ += (c.nlb + per - 1) / per;
+            total_bytes_ += std::uint64_t{c.nlb} * t_.lba_bytes;
+        }
+    }
 
-    // 0: every command was sent or the run stopped (see failure_/cancelled_).
+    // Pieces in all: the most that can usefully be in flight.
+    [[nodiscard]] std::uint64_t pieces() const { return pieces_; }
+    // 0: every piece was sent or the run stopped (see failure_/cancelled_).
     // 1: io_uring passthrough is missing and nothing was sent; `missing_why` says why.
     // -errno: the ring failed for another reason (nothing left in flight).
     int run_uring(unsigned depth, std::string& missing_why);
     void run_ioctl();
-    // The ioctl from up to `threads` pool threads: the first command alone (as with
+    // The ioctl from up to `threads` pool threads: the first piece alone (as with
     // uring_cmd, so that a device refusing the command sees it once), then the rest.
     [[nodiscard]] status run_pool(unsigned threads);
     // The errno of a refused ring setup in run_uring (nothing was sent), else 0.
@@ -77,43 +93,112 @@ public:
     result<io_outcome> finish(io_outcome& out, passthrough_path path);
 
 private:
-    void finished(std::size_t index, int rc);
-    [[nodiscard]] bool report_progress();
+    struct piece {
+        std::uint64_t seq = 0;  // order handed out: the order of the commands and their blocks
+        nvme_zero_cmd cmd;
+        [[nodiscard]] std::uint64_t bytes(std::uint32_t lba) const { return std::uint64_t{cmd.nlb} * lba; }
+    };
+    [[nodiscard]] bool more() const { return !stop_ && next_cmd_ < cmds_.size(); }
+    // The next piece, not yet handed out.
+    [[nodiscard]] piece peek() const;
+    void hand_out(const piece& p);
+    // Blocks until the bucket lets `p` go, asking the caller meanwhile; false on a cancel.
+    [[nodiscard]] bool admit(const piece& p);
+    void finished(const piece& p, int rc);
+    // Reports newly completed bytes and, while the rate holds a piece back (`waiting`), asks
+    // with 0 all the same, so that a cancel ends the wait.
+    [[nodiscard]] bool report_progress(bool waiting = false);
+    // Slots for the pieces in flight (uring_cmd and pool): their index is the tag.
+    unsigned occupy(const piece& p);
 
     const nvme_target& t_;
     std::span<const nvme_zero_cmd> cmds_;
     const progress_fn& progress_;
-    std::vector<bool> done_;
+    const nvme_piece_blocks cut_;
+    pacer pacer_;
+    std::uint64_t pieces_ = 0;
+    std::uint64_t total_bytes_ = 0;
+    std::size_t next_cmd_ = 0;        // the command the next piece comes from
+    std::uint32_t next_block_ = 0;    // blocks of it already handed out
+    std::uint64_t next_seq_ = 0;
+    // The completed prefix: every piece below low_seq_ completed; those above it that did, by
+    // seq, with their bytes.
+    std::uint64_t low_seq_ = 0;
+    std::uint64_t prefix_bytes_ = 0;
+    std::map<std::uint64_t, std::uint64_t> done_above_;
+    std::vector<piece> slots_;
+    std::vector<unsigned> free_slots_;
     std::uint64_t newly_done_ = 0;
     std::uint64_t commands_ = 0;
-    std::size_t next_ = 0;  // the first command not yet sent
-    // The lowest failing command is reported: it is the one bounding bytes_done.
-    std::optional<std::pair<std::size_t, int>> failure_;
+    // The lowest failing piece is reported: it is the one bounding bytes_done.
+    std::optional<std::pair<piece, int>> failure_;
     int ring_errno_ = 0;
     int setup_errno_ = 0;
     bool stop_ = false;
     bool cancelled_ = false;
+    bool first_paid_ = false;  // the first piece's bytes were taken by a uring_cmd attempt
 };
 
-void nvme_zeroer::finished(std::size_t index, int rc) {
+nvme_zeroer::piece nvme_zeroer::peek() const {
+    const nvme_zero_cmd& c = cmds_[next_cmd_];
+    const std::uint32_t per = c.deac ? cut_.deac : cut_.plain;
+    piece p;
+    p.seq = next_seq_;
+    p.cmd.slba = c.slba + next_block_;
+    p.cmd.nlb = std::min(per, c.nlb - next_block_);
+    p.cmd.deac = c.deac;
+    return p;
+}
+
+void nvme_zeroer::hand_out(const piece& p) {
+    ++next_seq_;
+    ++commands_;
+    next_block_ += p.cmd.nlb;
+    if (next_block_ == cmds_[next_cmd_].nlb) {
+        ++next_cmd_;
+        next_block_ = 0;
+    }
+}
+
+bool nvme_zeroer::admit(const piece& p) {
+    if (pacer_.admit(p.bytes(t_.lba_bytes), [this](std::uint64_t) { return report_progress(true); })) {
+        return true;
+    }
+    return false;  // report_progress set cancelled_ and stop_
+}
+
+void nvme_zeroer::finished(const piece& p, int rc) {
     if (rc == 0) {
-        done_[index] = true;
-        newly_done_ += std::uint64_t{cmds_[index].nlb} * t_.lba_bytes;
+        const std::uint64_t bytes = p.bytes(t_.lba_bytes);
+        newly_done_ += bytes;
+        done_above_.emplace(p.seq, bytes);
+        for (auto it = done_above_.begin(); it != done_above_.end() && it->first == low_seq_;
+             it = done_above_.erase(it)) {
+            prefix_bytes_ += it->second;
+            ++low_seq_;
+        }
         return;
     }
-    if (!failure_ || index < failure_->first) {
-        failure_ = {index, rc};
+    if (!failure_ || p.seq < failure_->first.seq) {
+        failure_ = {p, rc};
     }
     stop_ = true;
 }
 
-bool nvme_zeroer::report_progress() {
-    if (newly_done_ > 0 && progress_ && !cancelled_ && !progress_(newly_done_)) {
+bool nvme_zeroer::report_progress(bool waiting) {
+    if ((newly_done_ > 0 || waiting) && progress_ && !cancelled_ && !progress_(newly_done_)) {
         cancelled_ = true;
         stop_ = true;
     }
     newly_done_ = 0;
     return !stop_;
+}
+
+unsigned nvme_zeroer::occupy(const piece& p) {
+    const unsigned slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = p;
+    return slot;
 }
 
 int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
@@ -138,9 +223,14 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
         return 1;
     }
 
-    // The first command alone: a char device without uring_cmd support (or a kernel that
+    // The first piece alone: a char device without uring_cmd support (or a kernel that
     // rejects the command format) answers EOPNOTSUPP/EINVAL, and then nothing has been written.
-    prep_uring_command(io_uring_get_sqe(r), t_.char_fd, write_zeroes_words(t_, cmds_[0]), 0);
+    const piece first = peek();
+    if (!admit(first)) {
+        return 0;  // cancelled while the rate held it back: nothing sent
+    }
+    first_paid_ = true;
+    prep_uring_command(io_uring_get_sqe(r), t_.char_fd, write_zeroes_words(t_, first.cmd), 0);
     if (int rc = detail::submit(r); rc != 1) {
         return rc < 0 ? rc : -EBUSY;
     }
@@ -153,17 +243,24 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
         missing_why = fmt::format("first uring_cmd: {}", errno_text(-first_rc));
         return 1;
     }
-    commands_ = 1;
-    next_ = 1;
-    finished(0, first_rc);
+    hand_out(first);
+    finished(first, first_rc);
     (void)report_progress();  // wz: ignored-result (the stop it may set is read through stop_)
 
+    slots_.assign(depth, piece{});
+    for (unsigned i = depth; i-- > 0;) {
+        free_slots_.push_back(i);
+    }
     unsigned inflight = 0;
     for (;;) {
-        while (!stop_ && next_ < cmds_.size() && inflight + io_uring_sq_ready(r) < depth) {
-            prep_uring_command(io_uring_get_sqe(r), t_.char_fd, write_zeroes_words(t_, cmds_[next_]), next_);
-            ++next_;
-            ++commands_;
+        std::optional<detail::nanoseconds> token_wait;
+        while (more() && !free_slots_.empty() && inflight + io_uring_sq_ready(r) < depth) {
+            const piece p = peek();
+            if ((token_wait = pacer_.take(p.bytes(t_.lba_bytes)))) {
+                break;
+            }
+            prep_uring_command(io_uring_get_sqe(r), t_.char_fd, write_zeroes_words(t_, p.cmd), occupy(p));
+            hand_out(p);
         }
         if (io_uring_sq_ready(r) > 0) {
             int rc = detail::submit(r);
@@ -178,30 +275,49 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
             if (io_uring_sq_ready(r) > 0 && ring_errno_ == 0) {
                 ring_errno_ = EBUSY;
             }
-            break;
+            if (ring_errno_ != 0 || !more()) {
+                break;
+            }
+            if (token_wait) {
+                // In slices, asking the caller in between: see rate_wait_slice.
+                std::this_thread::sleep_for(std::min(*token_wait, detail::rate_wait_slice));
+                (void)report_progress(true);  // wz: ignored-result (the loop reads stop_ through more())
+            }
+            continue;
         }
-        if (int rc = detail::wait_one(r, std::nullopt); rc < 0) {
+        std::optional<detail::nanoseconds> timeout;
+        if (more() && token_wait) {
+            timeout = std::min(*token_wait, detail::rate_wait_slice);
+        }
+        if (int rc = detail::wait_one(r, timeout); rc < 0 && rc != -ETIME) {
             ring_errno_ = -rc;
             break;
         }
         inflight -= detail::drain_ready(r, [&](const io_uring_cqe& cqe) {
             // res: 0, the NVMe status (> 0), or -errno; the CQE32 tail holds DW0, unused here.
-            finished(static_cast<std::size_t>(io_uring_cqe_get_data64(&cqe)), cqe.res);
+            const auto slot = static_cast<unsigned>(io_uring_cqe_get_data64(&cqe));
+            finished(slots_[slot], cqe.res);
+            free_slots_.push_back(slot);
         });
-        (void)report_progress();  // wz: ignored-result (as above)
+        (void)report_progress(token_wait.has_value());  // wz: ignored-result (as above)
     }
     if (ring_errno_ != 0) {
-        // Commands prepared but never taken were counted as issued: take them back.
+        // Pieces prepared but never taken were counted as issued: take them back.
         commands_ -= io_uring_sq_ready(r);
     }
     return 0;
 }
 
 void nvme_zeroer::run_ioctl() {
-    for (next_ = 0; next_ < cmds_.size() && !stop_; ++next_) {
-        ++commands_;
-        finished(next_, ioctl_command(t_.char_fd, write_zeroes_words(t_, cmds_[next_])));
-        (void)report_progress();  // wz: ignored-result (the loop reads stop_)
+    while (more()) {
+        const piece p = peek();
+        // A first piece already paid for by a refused uring_cmd attempt is not charged again.
+        if (!(first_paid_ && p.seq == 0) && !admit(p)) {
+            break;
+        }
+        hand_out(p);
+        finished(p, ioctl_command(t_.char_fd, write_zeroes_words(t_, p.cmd)));
+        (void)report_progress();  // wz: ignored-result (the loop reads stop_ through more())
     }
 }
 
@@ -210,32 +326,56 @@ status nvme_zeroer::run_pool(unsigned threads) {
     if (auto s = pool.start(threads, fmt::format("nvme write zeroes {}", t_.char_path)); !s.ok()) {
         return s;
     }
+    slots_.assign(pool.threads(), piece{});
+    for (unsigned i = pool.threads(); i-- > 0;) {
+        free_slots_.push_back(i);
+    }
     unsigned inflight = 0;
-    auto issue = [&](std::size_t index) {
-        const command_words w = write_zeroes_words(t_, cmds_[index]);
-        pool.submit(index, [fd = t_.char_fd, w]() -> std::int64_t { return ioctl_command(fd, w); });
-        ++commands_;
+    auto issue = [&](const piece& p) {
+        const command_words w = write_zeroes_words(t_, p.cmd);
+        pool.submit(occupy(p), [fd = t_.char_fd, w]() -> std::int64_t { return ioctl_command(fd, w); });
+        hand_out(p);
         ++inflight;
     };
-    issue(0);
-    next_ = 1;
-    bool first_pending = true;
+    if (const piece first = peek(); admit(first)) {
+        issue(first);
+    }
+    bool first_pending = inflight > 0;
     std::vector<detail::worker_pool::completion> done;
     for (;;) {
-        while (!first_pending && !stop_ && next_ < cmds_.size() && inflight < pool.threads()) {
-            issue(next_++);
+        std::optional<detail::nanoseconds> token_wait;
+        while (!first_pending && more() && inflight < pool.threads()) {
+            const piece p = peek();
+            if ((token_wait = pacer_.take(p.bytes(t_.lba_bytes)))) {
+                break;
+            }
+            issue(p);
         }
         if (inflight == 0) {
-            break;
+            if (!more()) {
+                break;
+            }
+            if (token_wait) {
+                // In slices, asking the caller in between: see rate_wait_slice.
+                std::this_thread::sleep_for(std::min(*token_wait, detail::rate_wait_slice));
+                (void)report_progress(true);  // wz: ignored-result (the loop reads stop_ through more())
+            }
+            continue;
+        }
+        std::optional<detail::nanoseconds> timeout;
+        if (more() && token_wait) {
+            timeout = std::min(*token_wait, detail::rate_wait_slice);
         }
         done.clear();
-        (void)pool.wait(std::nullopt, done);  // wz: ignored-result (no timeout: always true)
+        (void)pool.wait(timeout, done);  // wz: ignored-result (a timeout leaves `done` empty)
         for (const auto& c : done) {
             --inflight;
-            finished(static_cast<std::size_t>(c.tag), static_cast<int>(c.result));
+            const auto slot = static_cast<unsigned>(c.tag);
+            finished(slots_[slot], static_cast<int>(c.result));
+            free_slots_.push_back(slot);
+            first_pending = false;
         }
-        first_pending = false;
-        (void)report_progress();  // wz: ignored-result (the loop reads stop_)
+        (void)report_progress(token_wait.has_value());  // wz: ignored-result (the loop reads stop_)
     }
     pool.stop();
     return {};
@@ -243,16 +383,11 @@ status nvme_zeroer::run_pool(unsigned threads) {
 
 result<io_outcome> nvme_zeroer::finish(io_outcome& out, passthrough_path path) {
     out.commands = commands_;
-    std::size_t prefix = 0;
-    while (prefix < done_.size() && done_[prefix]) {
-        out.bytes_done += std::uint64_t{cmds_[prefix].nlb} * t_.lba_bytes;
-        ++prefix;
-    }
+    out.bytes_done = prefix_bytes_;
     if (failure_) {
-        const auto& [index, rc] = *failure_;
-        const nvme_zero_cmd& c = cmds_[index];
+        const auto& [p, rc] = *failure_;
         return error_info{code_of(rc), fmt::format("nvme write zeroes {} [nsid {}, SLBA {}, NLB {}, DEAC {}] ({}): {}",
-                                                   t_.char_path, t_.nsid, c.slba, c.nlb, c.deac ? 1 : 0,
+                                                   t_.char_path, t_.nsid, p.cmd.slba, p.cmd.nlb, p.cmd.deac ? 1 : 0,
                                                    to_string(path), describe(rc))};
     }
     if (ring_errno_ != 0) {
@@ -260,8 +395,8 @@ result<io_outcome> nvme_zeroer::finish(io_outcome& out, passthrough_path path) {
                                                        to_string(path), errno_text(ring_errno_)));
     }
     if (cancelled_) {
-        return make_error_msg(ECANCELED, fmt::format("nvme write zeroes {}: cancelled after {} of {} commands",
-                                                     t_.char_path, prefix, cmds_.size()));
+        return make_error_msg(ECANCELED, fmt::format("nvme write zeroes {}: cancelled after {} of {} bytes",
+                                                     t_.char_path, prefix_bytes_, total_bytes_));
     }
     return out;
 }
@@ -269,8 +404,8 @@ result<io_outcome> nvme_zeroer::finish(io_outcome& out, passthrough_path path) {
 }  // namespace
 
 result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds, unsigned queue_depth,
-                                     const progress_fn& progress, passthrough_path* used, passthrough_choice choice,
-                                     io_outcome* partial) {
+                                     const progress_fn& progress, const rate_limit& rate, passthrough_path* used,
+                                     passthrough_choice choice, io_outcome* partial) {
     io_outcome out;
     auto finish = [&](result<io_outcome> r) {
         if (partial != nullptr) {
@@ -294,6 +429,9 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     if (queue_depth == 0) {
         return invalid("queue depth 0");
     }
+    if (t.deac_unit_lba == 0) {
+        return invalid("DEAC unit of 0 blocks");
+    }
     for (const nvme_zero_cmd& c : cmds) {
         if (c.nlb < 1 || c.nlb > detail::max_nlb || c.slba > UINT64_MAX - c.nlb) {
             return invalid(fmt::format("SLBA {}, NLB {}, DEAC {}: NLB must be 1..{} and the range within 64 bits",
@@ -305,23 +443,25 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     }
 
     return finish(engine_for(current_io_engine().engine)
-                      .nvme_write_zeroes(t, cmds, queue_depth, progress, used, choice, out));
+                      .nvme_write_zeroes(t, cmds, queue_depth, progress, rate, used, choice, out));
 }
 
 result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
                                                    unsigned queue_depth, const progress_fn& progress,
-                                                   passthrough_path* used, passthrough_choice choice, io_outcome& out) {
+                                                   const rate_limit& rate, passthrough_path* used,
+                                                   passthrough_choice choice, io_outcome& out) {
     out.engine = io_engine::io_uring;
-    nvme_zeroer zeroer(t, cmds, progress);
+    nvme_zeroer zeroer(t, cmds, progress, rate);
     passthrough_path path = passthrough_path::ioctl;
     if (choice != passthrough_choice::ioctl) {
         std::string missing_why;
-        const auto depth = static_cast<unsigned>(std::min<std::size_t>({queue_depth, 4096U, cmds.size()}));
+        const auto depth = static_cast<unsigned>(std::min<std::uint64_t>({queue_depth, 4096U, zeroer.pieces()}));
         int rc = zeroer.run_uring(depth, missing_why);
         if (zeroer.setup_errno() != 0 &&
             fall_back_to_psync(zeroer.setup_errno(), fmt::format("io_uring setup ({} entries)", depth))) {
             // Chosen automatically and refused for good: nothing was sent, psync takes it all.
-            return engine_for(io_engine::psync).nvme_write_zeroes(t, cmds, queue_depth, progress, used, choice, out);
+            return engine_for(io_engine::psync)
+                .nvme_write_zeroes(t, cmds, queue_depth, progress, rate, used, choice, out);
         }
         if (rc < 0) {
             if (used != nullptr) {
@@ -349,16 +489,17 @@ result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::sp
 
 result<io_outcome> psync_engine::nvme_write_zeroes(const nvme_target& t, std::span<const nvme_zero_cmd> cmds,
                                                    unsigned queue_depth, const progress_fn& progress,
-                                                   passthrough_path* used, passthrough_choice choice, io_outcome& out) {
+                                                   const rate_limit& rate, passthrough_path* used,
+                                                   passthrough_choice choice, io_outcome& out) {
     out.engine = io_engine::psync;
     if (choice == passthrough_choice::uring_cmd) {
         return make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not supported here "
                                                       "(I/O engine psync: {})",
                                                       t.char_path, current_io_engine().reason));
     }
-    nvme_zeroer zeroer(t, cmds, progress);
+    nvme_zeroer zeroer(t, cmds, progress, rate);
     const auto threads =
-        static_cast<unsigned>(std::min<std::size_t>({queue_depth, detail::psync_max_threads, cmds.size()}));
+        static_cast<unsigned>(std::min<std::uint64_t>({queue_depth, detail::psync_max_threads, zeroer.pieces()}));
     if (auto s = zeroer.run_pool(threads); !s.ok()) {
         return s.error();
     }

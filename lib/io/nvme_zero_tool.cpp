@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // nvme_zero_tool: a test driver for wz::io::nvme_write_zeroes / nvme_flush, run inside the VM
 // rig (not the CLI: wzero's front end lives in tools/wzero).
-//   nvme_zero_tool CHARDEV NSID LBA_BYTES SLBA NLB [deac] [ioctl|uring] [max=BLOCKS] [qd=N]
-// max= caps the blocks per command below the 65536 of the 16-bit NLB (to drive the queue).
+//   nvme_zero_tool CHARDEV NSID LBA_BYTES SLBA NLB [deac] [ioctl|uring] [max=BLOCKS] [qd=N] [rate=BYTES]
+// max= caps the blocks per command below the 65536 of the 16-bit NLB (to drive the queue);
+// rate= is the rate limit in bytes per second (commands then go as pieces).
 //   nvme_zero_tool flush CHARDEV NSID
 // Exit status: 0 success, 1 failure or usage, 2 the requested path is not supported.
 #include "io/engine.hpp"
@@ -27,7 +28,8 @@ bool parse(std::string_view s, T& out) {
 }
 
 int usage() {
-    std::fputs("usage: nvme_zero_tool CHARDEV NSID LBA_BYTES SLBA NLB [deac] [ioctl|uring] [max=BLOCKS] [qd=N]\n"
+    std::fputs("usage: nvme_zero_tool CHARDEV NSID LBA_BYTES SLBA NLB [deac] [ioctl|uring] [max=BLOCKS] [qd=N] "
+               "[rate=BYTES]\n"
                "       nvme_zero_tool flush CHARDEV NSID\n",
                stderr);
     return 1;
@@ -74,9 +76,14 @@ int main(int argc, char** argv) {
     passthrough_choice choice = passthrough_choice::automatic;
     std::uint64_t max_blocks = 65536;
     unsigned queue_depth = 8;
+    rate_limit rate;
     for (std::size_t i = 5; i < args.size(); ++i) {
         if (args[i].starts_with("max=")) {
             if (!parse(args[i].substr(4), max_blocks) || max_blocks == 0) {
+                return usage();
+            }
+        } else if (args[i].starts_with("rate=")) {
+            if (!parse(args[i].substr(5), rate.bytes_per_second)) {
                 return usage();
             }
         } else if (args[i].starts_with("qd=")) {
@@ -110,7 +117,7 @@ int main(int argc, char** argv) {
             progress_bytes += n;
             return true;
         },
-        &used, choice, &partial);
+        rate, &used, choice, &partial);
     fmt::print("path: {}\ncommands: {}\nbytes_done: {}\nprogress_bytes: {}\n",
                partial.commands > 0 ? to_string(used) : "none", partial.commands,
                partial.bytes_done, progress_bytes);

@@ -335,6 +335,62 @@ result<std::string> allocation_refused(const capabilities& caps, const request& 
     return fmt::format("allocate: {}: data writes allocate the range instead", error_text);
 }
 
+namespace {
+
+// Why an extent of this kind is never zeroed in place, whatever the device can do; nullptr
+// where it may be (written with a device address) or where in place is not the question (a
+// hole or unwritten extent holds no data: data writes fill it, as they always have).
+const char* never_in_place(const extent::extent& e) noexcept {
+    switch (e.type) {
+    case extent::kind::written:
+        return e.physical ? nullptr : "the filesystem gives no device address for it";
+    case extent::kind::unwritten:
+    case extent::kind::hole: return nullptr;
+    case extent::kind::shared:
+        return "its blocks are shared with another file or a snapshot (reflink, dedupe): a write would copy "
+               "it to new blocks, and a device command would zero the other file's data too";
+    case extent::kind::encoded:
+        return "its data is stored encoded (compressed): its blocks do not hold the file's bytes one to one";
+    case extent::kind::encrypted:
+        return "its data is encrypted on the device: zeroes written there would not read back as zeroes";
+    case extent::kind::inline_data:
+        return "its data lives inside filesystem metadata (inline, tail-packed or not block-aligned)";
+    case extent::kind::delalloc: return "its blocks are not allocated yet (delayed allocation)";
+    case extent::kind::unknown: return "the filesystem does not say where its data is";
+    }
+    return "unrecognized extent type";
+}
+
+}  // namespace
+
+status check_in_place_required(const capabilities& caps, const request& req, std::span<const extent::extent> extents,
+                               bool written_needs_nvme) {
+    if (req.in_place != in_place_mode::require) {
+        return {};
+    }
+    const bool nvme_ok = usable(caps, zero_method::nvme_deac) || usable(caps, zero_method::nvme);
+    const bool nvme_allowed = may_zero_in_place(caps, req);
+    const edge_split split = split_range_edges(req.offset, req.length, req.page_bytes);
+    for (const auto& e : extents) {
+        if (const char* why_not = never_in_place(e)) {
+            return not_supported(caps, fmt::format("in-place zeroing required, but the {} extent at [offset {}, length "
+                                                   "{}] cannot be zeroed in place: {}",
+                                                   extent::to_string(e.type), e.offset, e.length, why_not));
+        }
+        // A written extent's whole-page middle goes to the device; the partial pages at the
+        // range's ends are written through the page cache, over the same blocks.
+        const std::uint64_t from = std::max(e.offset, split.mid_start);
+        const std::uint64_t to = std::min(e.offset + e.length, split.mid_end);
+        if (written_needs_nvme && e.type == extent::kind::written && from < to && !nvme_allowed) {
+            return not_supported(caps, fmt::format("in-place zeroing required, but the written extent at offset {} "
+                                                   "cannot be zeroed in place: {}",
+                                                   from, nvme_ok ? "in-place zeroing not allowed by --method"
+                                                                 : why(caps, zero_method::nvme)));
+        }
+    }
+    return {};
+}
+
 bool may_zero_in_place(const capabilities& caps, const request& req) {
     const bool nvme_ok = usable(caps, zero_method::nvme_deac) || usable(caps, zero_method::nvme);
     return nvme_ok && req.in_place != in_place_mode::never &&
@@ -351,6 +407,11 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
     }
     if (!nvme_ok) {
         r.notes.push_back("nvme: " + why(caps, zero_method::nvme));
+    }
+    // The executor checks the whole range before any I/O; this holds the same rule for the
+    // map as it is now, in case the file changed in between.
+    if (auto s = check_in_place_required(caps, req, extents, true); !s.ok()) {
+        return std::move(s).error();
     }
     nvme_geometry g = geometry_from(caps);
     g.deac = usable(caps, zero_method::nvme_deac);
@@ -396,12 +457,6 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
             split_write_range(e.offset + head + body, e.length - head - body, align,
                               "written extent: partial logical block", r.operations);
             continue;
-        }
-        if (written && req.in_place == in_place_mode::require) {
-            return not_supported(caps, fmt::format("in-place zeroing required, but the written extent at offset {} "
-                                                   "cannot be zeroed in place: {}",
-                                                   e.offset, nvme_ok ? "in-place zeroing not allowed by --method"
-                                                                     : why(caps, zero_method::nvme)));
         }
         if (!written && req.method == method_request::nvme && !req.fallback) {
             return not_supported(caps, fmt::format("method nvme: the {} extent at offset {} must be converted by "

@@ -147,10 +147,26 @@ result<std::string> allocation_refused(const capabilities& caps, const request& 
 // data writes alone does not need.
 bool may_zero_in_place(const capabilities& caps, const request& req);
 
+// in_place_mode::require promises that nothing in the range is zeroed other than in place.
+// Refused (ENOTSUP, naming the first such extent and why) when `extents` (a batch of the
+// range's map, in file order) hold an extent nothing may zero in place: shared (reflink,
+// dedupe, snapshots: a write copies it, a device command would zero the other owner's data),
+// encoded, encrypted, inline, delayed-allocation or unknown, or written with no device
+// address; wherever in the range it lies, partial edge pages included. With
+// `written_needs_nvme`, also a written extent of the range's whole-page middle when NVMe Write
+// Zeroes may not reach it (may_zero_in_place false): the rule plan_file_extents applies, which
+// the executor leaves out while the kernel's FALLOC_FL_WRITE_ZEROES, which zeroes written
+// extents where it works, is still to be tried. Holes and unwritten extents pass: they hold no
+// data, and data writes fill them. Other in_place modes: always passes. Pure, so that the
+// executor can hold it against the whole range's map before any I/O.
+status check_in_place_required(const capabilities& caps, const request& req, std::span<const extent::extent> extents,
+                               bool written_needs_nvme);
+
 // Regular file, second stage, over the allocated range's extents (in file order, covering
 // the range exactly): already-written extents on an in-place filesystem over an NVMe
 // namespace -> NVMe Write Zeroes at their device LBAs (when allowed); everything else ->
-// data writes, which also convert unwritten extents to written.
+// data writes, which also convert unwritten extents to written. Under in_place_mode::require,
+// check_in_place_required with written_needs_nvme holds over `extents` first.
 result<plan_result> plan_file_extents(const capabilities& caps, const request& req,
                                       std::span<const extent::extent> extents);
 

@@ -343,6 +343,97 @@ TEST(PlanFile, InPlacePolicy) {
     EXPECT_EQ(q.error().code.value(), ENOTSUP);
 }
 
+// in_place_mode::require: which extents refuse a range, under which conditions. The rule the
+// executor holds over the whole range before any I/O, and plan_file_extents again per batch.
+TEST(PlanFile, RequireInPlaceRuleTable) {
+    auto with_nvme = nvme_file(0x09, "xfs");
+    auto without_nvme = nvme_file(0x09, "xfs");
+    without_nvme.methods[zero_method::nvme].usable = false;
+    without_nvme.methods[zero_method::nvme_deac].usable = false;
+    const request require{0, 1 << 20, method_request::automatic, true, in_place_mode::require};
+    request write_only = require;
+    write_only.method = method_request::write;
+    request automatic = require;
+    automatic.in_place = in_place_mode::automatic;
+    request never = require;
+    never.in_place = in_place_mode::never;
+    // An unaligned range: its first and last pages are partial (edge pages).
+    const request edges{100, (1 << 20) - 200, method_request::automatic, true, in_place_mode::require};
+
+    struct row {
+        const char* name;
+        const capabilities* caps;
+        const request* req;
+        std::vector<extent::extent> extents;
+        bool written_needs_nvme;
+        const char* refusal;  // nullptr: passes; else a substring of the message
+    };
+    const std::uint64_t M = 1 << 20;
+    const std::vector<row> rows = {
+        {"written, NVMe can reach it", &with_nvme, &require, {ext(0, M, kind::written, 8 * M)}, true, nullptr},
+        {"holes and unwritten extents, no NVMe", &without_nvme, &require,
+         {ext(0, M / 2, kind::hole), ext(M / 2, M / 2, kind::unwritten, 9 * M)}, true, nullptr},
+        {"shared", &with_nvme, &require, {ext(0, M, kind::shared, 8 * M)}, true, "the shared extent at [offset 0"},
+        {"shared, the kernel still to be tried", &with_nvme, &require, {ext(0, M, kind::shared, 8 * M)}, false,
+         "shared with another file"},
+        {"shared after a hole", &with_nvme, &require, {ext(0, M / 2, kind::hole), ext(M / 2, M / 2, kind::shared, 8 * M)},
+         true, "shared extent at [offset 524288, length 524288]"},
+        {"encoded", &with_nvme, &require, {ext(0, M, kind::encoded)}, true, "encoded"},
+        {"encrypted", &with_nvme, &require, {ext(0, M, kind::encrypted, 8 * M)}, true, "encrypted"},
+        {"inline", &with_nvme, &require, {ext(0, M, kind::inline_data)}, true, "inside filesystem metadata"},
+        {"delalloc", &with_nvme, &require, {ext(0, M, kind::delalloc)}, true, "delayed allocation"},
+        {"unknown", &with_nvme, &require, {ext(0, M, kind::unknown)}, true, "does not say where"},
+        {"written without an address", &with_nvme, &require, {ext(0, M, kind::written)}, true, "no device address"},
+        {"written, no NVMe", &without_nvme, &require, {ext(0, M, kind::written, 8 * M)}, true,
+         "the written extent at offset 0 cannot be zeroed in place"},
+        {"written, no NVMe, the kernel still to be tried", &without_nvme, &require,
+         {ext(0, M, kind::written, 8 * M)}, false, nullptr},
+        {"written, --method write", &with_nvme, &write_only, {ext(0, M, kind::written, 8 * M)}, true,
+         "not allowed by --method"},
+        // The edge pages go through the page cache over the same blocks: a written extent
+        // only there passes even without NVMe; a shared one never does.
+        {"written only in the edge pages, no NVMe", &without_nvme, &edges,
+         {ext(100, 3996, kind::written, 8 * M), ext(4096, M - 8192, kind::hole),
+          ext(M - 4096, 3996, kind::written, 9 * M)},
+         true, nullptr},
+        {"shared only in an edge page", &with_nvme, &edges,
+         {ext(100, 3996, kind::shared, 8 * M), ext(4096, M - 4196, kind::hole)}, true, "shared extent at [offset 100"},
+        {"shared, in_place automatic", &with_nvme, &automatic, {ext(0, M, kind::shared, 8 * M)}, true, nullptr},
+        {"shared, in_place never", &with_nvme, &never, {ext(0, M, kind::shared, 8 * M)}, true, nullptr},
+    };
+    for (const auto& r : rows) {
+        SCOPED_TRACE(r.name);
+        auto s = check_in_place_required(*r.caps, *r.req, r.extents, r.written_needs_nvme);
+        if (r.refusal == nullptr) {
+            EXPECT_TRUE(s.ok()) << s.error().message;
+            continue;
+        }
+        ASSERT_FALSE(s.ok());
+        EXPECT_EQ(s.code().value(), ENOTSUP);
+        EXPECT_NE(s.error().message.find(r.refusal), std::string::npos) << s.error().message;
+        EXPECT_EQ(s.error().message.rfind("/mnt/f: in-place zeroing required", 0), 0U) << s.error().message;
+    }
+}
+
+// plan_file_extents holds the same rule on the batch it plans: a shared extent under
+// require is refused, never planned as data writes (which would copy it).
+TEST(PlanFile, RequireInPlaceRefusesSharedInThePlan) {
+    auto c = nvme_file(0x09, "xfs");
+    const request require{0, 3 << 20, method_request::automatic, true, in_place_mode::require};
+    const std::vector<extent::extent> es = {ext(0, 1 << 20, kind::written, 8 << 20), ext(1 << 20, 1 << 20, kind::hole),
+                                            ext(2 << 20, 1 << 20, kind::shared, 16 << 20)};
+    auto p = plan_file_extents(c, require, es);
+    ASSERT_FALSE(p);
+    EXPECT_EQ(p.error().code.value(), ENOTSUP);
+    EXPECT_NE(p.error().message.find("shared extent at [offset 2097152, length 1048576]"), std::string::npos)
+        << p.error().message;
+    request automatic = require;
+    automatic.in_place = in_place_mode::automatic;
+    auto q = plan_file_extents(c, automatic, es);
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->operations.back().kind, op_kind::write_direct);  // shared: data writes, as ever
+}
+
 TEST(PlanFile, UnalignedEdgesOfAClippedExtent) {
     auto c = nvme_file(0x09);
     request req{100, 10000};

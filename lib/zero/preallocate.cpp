@@ -5,6 +5,7 @@
 
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
+#include "io/pacing.hpp"
 #include "plan/zero_plan.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/fs_traits.hpp"
@@ -33,8 +34,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <numeric>
 
 namespace wz {
 
@@ -56,7 +60,7 @@ public:
     runner(int fd, std::string path, std::uint64_t offset, std::uint64_t length, const preallocate_options& opt,
            preallocate_report& rep)
         : fd_(fd), path_(std::move(path)), offset_(offset), length_(length), opt_(opt), rep_(rep),
-          start_(std::chrono::steady_clock::now()) {}
+          start_(std::chrono::steady_clock::now()), piece_(io::paced_piece_bytes(opt.rate_bytes_per_second)) {}
 
     status run();
 
@@ -66,6 +70,9 @@ private:
     status execute(const capabilities& caps, const std::vector<plan::operation>& ops);
     status run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops);
     status run_writes(const plan::operation& op);
+    status run_calls(const plan::operation& op, zero_method method, const char* what,
+                     const std::function<int(std::uint64_t, std::uint64_t)>& call, std::uint64_t& done);
+    status require_in_place(const capabilities& caps, bool written_needs_nvme);
     status recheck_edges(const std::vector<plan::operation>& ops);
     status write_back_range() {
         if (::sync_file_range(fd_, static_cast<off_t>(offset_), static_cast<off_t>(length_),
@@ -141,6 +148,9 @@ private:
     const preallocate_options& opt_;
     preallocate_report& rep_;
     std::chrono::steady_clock::time_point start_;
+    // Under a rate, the most bytes one command or write zeroes before the bucket is asked
+    // again (io::paced_piece_bytes); 0 without one.
+    std::uint64_t piece_;
     unique_fd direct_;
     unique_fd char_;
     unique_fd reader_;
@@ -185,6 +195,10 @@ status runner::run_writes(const plan::operation& op) {
     req.offset = op.offset;
     req.length = op.length;
     req.queue_depth = queue_depth_;
+    if (piece_ != 0) {
+        // Paced as the device commands are: a piece is a multiple of every DIO alignment.
+        req.chunk_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(req.chunk_bytes, piece_));
+    }
     req.direct = op.kind == plan::op_kind::write_direct;
     if (req.direct) {
         auto dfd = direct_fd();
@@ -234,6 +248,10 @@ status runner::run_nvme(const capabilities& caps, const std::vector<plan::operat
         return cfd.error();
     }
     io::nvme_target t{*cfd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+    // Under a rate a DEAC command is cut only where every piece stays aligned and whole granules.
+    const plan::dealloc_blocks dealloc = plan::dealloc_blocks_of(plan::geometry_from(caps));
+    t.deac_unit_lba = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+        std::lcm(dealloc.granularity, dealloc.alignment), std::numeric_limits<std::uint32_t>::max()));
     std::vector<io::nvme_zero_cmd> cmds;
     cmds.reserve(ops.size());
     for (const auto& op : ops) {
@@ -242,7 +260,8 @@ status runner::run_nvme(const capabilities& caps, const std::vector<plan::operat
     io::passthrough_path used{};
     io::io_outcome out;
     const std::uint64_t before = rep_.bytes_done;
-    auto r = io::nvme_write_zeroes(t, cmds, queue_depth_, io_progress(), &used,
+    auto r = io::nvme_write_zeroes(t, cmds, queue_depth_, io_progress(), io::rate_limit{opt_.rate_bytes_per_second},
+                                   &used,
                                    opt_.passthrough == passthrough_mode::uring_cmd ? io::passthrough_choice::uring_cmd
                                    : opt_.passthrough == passthrough_mode::ioctl   ? io::passthrough_choice::ioctl
                                                                                    : io::passthrough_choice::automatic,
@@ -313,6 +332,83 @@ status runner::recheck_edges(const std::vector<plan::operation>& ops) {
     return {};
 }
 
+// BLKZEROOUT and fallocate(FALLOC_FL_WRITE_ZEROES): one synchronous call each, which the
+// kernel does not interrupt. Without a rate, one call over the whole operation, as ever. Under
+// one the operation is cut into pieces (io::piece_length: after the first, on multiples of the
+// piece size, which no block or page straddles), each sent when the token bucket (io::pacer,
+// the one the engines use for writes and NVMe commands) has its bytes; a cancel ends a wait at
+// once and stops before the next piece. `call` returns 0 or -errno; a failure names the piece
+// that failed, and `done` counts the bytes of the operation zeroed before it.
+status runner::run_calls(const plan::operation& op, zero_method method, const char* what,
+                         const std::function<int(std::uint64_t, std::uint64_t)>& call, std::uint64_t& done) {
+    io::pacer pace(io::rate_limit{opt_.rate_bytes_per_second}, piece_);
+    const std::uint64_t end = op.offset + op.length;
+    done = 0;
+    for (std::uint64_t at = op.offset; at < end;) {
+        const std::uint64_t n = io::piece_length(at, end, piece_);
+        if (cancelled() || !pace.admit(n, io_progress())) {
+            return stopped();
+        }
+        rep_.device_commands++;
+        if (const int rc = call(at, n); rc != 0) {
+            return make_error_range(what, path_, at, n, -rc);
+        }
+        rep_.bytes_by_method[method] += n;
+        progress(n);
+        done += n;
+        at += n;
+    }
+    return {};
+}
+
+// --in-place=require promises that no extent of the range is zeroed other than in place: the
+// rule (plan::check_in_place_required) is held against the whole range's map before anything
+// is written (the allocation included), so that a refusal leaves the file as it was. The map
+// is taken as the run takes its own (FIEMAP_FLAG_SYNC: delayed allocations resolved). Without
+// an extent map nothing can be shown: the part of the range inside the file counts as unknown.
+status runner::require_in_place(const capabilities& caps, bool written_needs_nvme) {
+    if (opt_.in_place != in_place_mode::require) {
+        return {};
+    }
+    const plan::request req = request();
+    extent::walker walk(fd_, path_, offset_, length_, extent_batch, true);
+    std::vector<extent::extent> batch;
+    std::uint64_t extents = 0;
+    while (true) {
+        auto more = walk.next(batch);
+        if (!more) {
+            if (more.error().code.value() != EOPNOTSUPP) {
+                return more.error();
+            }
+            struct ::stat st {};
+            if (::fstat(fd_, &st) != 0) {
+                return make_error("fstat", path_, errno);
+            }
+            const auto size = static_cast<std::uint64_t>(st.st_size);
+            batch.clear();
+            if (size > offset_) {
+                batch.push_back({offset_, std::min(size, offset_ + length_) - offset_, std::nullopt,
+                                 extent::kind::unknown, 0});
+            }
+        } else if (!*more) {
+            break;
+        }
+        if (auto e = plan::check_in_place_required(caps, req, batch, written_needs_nvme); !e.ok()) {
+            error_info err = std::move(e).error();
+            err.message += "; decided before any I/O: the file is untouched";
+            return err;
+        }
+        extents += batch.size();
+        if (!more) {
+            break;
+        }
+    }
+    decide(fmt::format("in-place: required; the range's {} extents checked before any I/O: none that cannot be "
+                       "zeroed in place{}",
+                       extents, written_needs_nvme ? "" : " (written extents: the kernel's offload is tried first)"));
+    return {};
+}
+
 // Runs a batch of operations in order, grouping consecutive NVMe commands so that they
 // share one ring and queue depth.
 status runner::execute(const capabilities& caps, const std::vector<plan::operation>& ops) {
@@ -339,24 +435,31 @@ status runner::execute(const capabilities& caps, const std::vector<plan::operati
             i = j;
             continue;
         }
-        case plan::op_kind::kernel_write_zeroes:
-            rep_.device_commands++;
+        case plan::op_kind::kernel_write_zeroes: {
             // Planned for block devices only (a file's is run_file's first stage): no
             // filesystem to remember a refusal for.
-            if (const int rc = zero::kernel_write_zeroes(fd_, op.offset, op.length, std::nullopt); rc != 0) {
-                return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, op.offset, op.length, -rc);
+            std::uint64_t done = 0;
+            if (auto e = run_calls(op, zero_method::kernel, "fallocate(FALLOC_FL_WRITE_ZEROES)",
+                                   [this](std::uint64_t at, std::uint64_t n) {
+                                       return zero::kernel_write_zeroes(fd_, at, n, std::nullopt);
+                                   },
+                                   done);
+                !e.ok()) {
+                return e;
             }
-            rep_.bytes_by_method[zero_method::kernel] += op.length;
-            progress(op.length);
             break;
+        }
         case plan::op_kind::zeroout: {
-            std::uint64_t range[2] = {op.offset, op.length};
-            rep_.device_commands++;
-            if (::ioctl(fd_, BLKZEROOUT, range) != 0) {
-                return make_error_range("BLKZEROOUT", path_, op.offset, op.length, errno);
+            std::uint64_t done = 0;
+            if (auto e = run_calls(op, zero_method::zeroout, "BLKZEROOUT",
+                                   [this](std::uint64_t at, std::uint64_t n) {
+                                       std::uint64_t range[2] = {at, n};
+                                       return ::ioctl(fd_, BLKZEROOUT, range) == 0 ? 0 : -errno;
+                                   },
+                                   done);
+                !e.ok()) {
+                return e;
             }
-            rep_.bytes_by_method[zero_method::zeroout] += op.length;
-            progress(op.length);
             break;
         }
         case plan::op_kind::allocate:
@@ -397,6 +500,12 @@ status runner::run_file(const capabilities& caps) {
                            "nothing here",
                            caps.fs->cow_reason));
     }
+    // --in-place=require: the whole range's map, before anything is written. While the kernel
+    // is still to be tried, only the extents nothing may zero in place: where the kernel works
+    // it zeroes written extents itself; where it refuses, the rest of the rule follows below.
+    if (auto e = require_in_place(caps, !try_kernel); !e.ok()) {
+        return e;
+    }
     if (try_kernel) {
         decide("kernel: " + first->reason);
         plan::operation op{plan::op_kind::kernel_write_zeroes, offset_, length_, 0, 0, false, first->reason};
@@ -406,24 +515,29 @@ status runner::run_file(const capabilities& caps) {
             return {};
         }
         step(op);
-        if (cancelled()) {
-            return stopped();
-        }
-        rep_.device_commands++;
-        const int err = -zero::kernel_write_zeroes(fd_, offset_, length_, st.st_dev);
-        if (err == 0) {
-            rep_.bytes_by_method[zero_method::kernel] += length_;
-            progress(length_);
+        std::uint64_t done = 0;
+        auto e = run_calls(op, zero_method::kernel, "fallocate(FALLOC_FL_WRITE_ZEROES)",
+                           [this, &st](std::uint64_t at, std::uint64_t n) {
+                               return zero::kernel_write_zeroes(fd_, at, n, st.st_dev);
+                           },
+                           done);
+        if (e.ok()) {
             return {};
         }
-        if (!zero::kernel_zero_refused(err)) {
-            return make_error_range("fallocate(FALLOC_FL_WRITE_ZEROES)", path_, offset_, length_, err);
+        // A refusal is the kernel saying "not here", which only the first call can say: after
+        // one piece went through, any failure is one.
+        const int err = e.error().code.value();
+        if (done != 0 || e.error().code.category() != std::system_category() || !zero::kernel_zero_refused(err)) {
+            return e;
         }
         decide(fmt::format("kernel: FALLOC_FL_WRITE_ZEROES refused ({})", errno_text(err)));
         if (opt_.method == method_request::kernel && !opt_.fallback) {
             return make_error_msg(ENOTSUP, fmt::format("{}: method kernel is not supported here: "
                                                        "fallocate(FALLOC_FL_WRITE_ZEROES): {}",
                                                        path_, errno_text(err)));
+        }
+        if (auto refused = require_in_place(caps, true); !refused.ok()) {
+            return refused;
         }
     } else if (!first->reason.empty()) {
         decide(first->reason);
@@ -665,6 +779,14 @@ status runner::run() {
     const plan::queue_choice qd = plan::choose_queue_depth(*caps, opt_.queue_depth);
     queue_depth_ = qd.depth;
     decide(qd.reason);
+    if (piece_ != 0) {
+        rep_.rate_bytes_per_second = opt_.rate_bytes_per_second;
+        rep_.rate_piece_bytes = piece_;
+        decide(fmt::format("rate: {} bytes/s for every method: each NVMe command, BLKZEROOUT or fallocate call and "
+                           "data write zeroes at most {} bytes (a twentieth of a second at this rate in whole 64 KiB, "
+                           "64 KiB to 64 MiB) and goes when a token bucket, starting empty, has its bytes",
+                           opt_.rate_bytes_per_second, piece_));
+    }
     status e;
     if (cancelled()) {
         e = stopped();

@@ -24,6 +24,9 @@ std::string to_json(const preallocate_report& r, int indent) {
     j["bytes_by_method"] = by;
     j["device_commands"] = r.device_commands;
     j["passthrough_path"] = r.passthrough_path.empty() ? json(nullptr) : json(r.passthrough_path);
+    j["rate"] = r.rate_bytes_per_second == 0
+                    ? json(nullptr)
+                    : json{{"bytes_per_second", r.rate_bytes_per_second}, {"piece_bytes", r.rate_piece_bytes}};
     j["io_engine"] = r.io_engine.empty() ? json(nullptr) : json(r.io_engine);
     j["flushed"] = r.flushed;
     j["copy_on_write"] = r.copy_on_write;
