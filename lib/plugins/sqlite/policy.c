@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "policy.h"
 
+#include <errno.h>
+
 uint64_t wzs_grow_target(uint64_t current_bytes, uint64_t end_bytes, uint64_t chunk_bytes) {
     if (end_bytes <= current_bytes) {
         return current_bytes;
@@ -35,4 +37,19 @@ enum wzs_sync_action wzs_sync_decide(const struct wzs_sync_facts* facts, const c
         *why = reason;
     }
     return action;
+}
+
+int wzs_grow_gives_way(int err) {
+    return err == ENOSPC || err == EDQUOT || err == EFBIG;
+}
+
+enum wzs_grow_step wzs_grow_step(const struct wzs_grow_facts* facts, uint64_t* target) {
+    *target = wzs_grow_target(facts->current_bytes, facts->end_bytes, facts->chunk_bytes);
+    if (*target <= facts->current_bytes || (facts->write_at <= facts->current_bytes && *target <= facts->end_bytes)) {
+        return WZS_GROW_NOTHING;
+    }
+    if (facts->end_bytes <= facts->gave_way_at) {
+        return WZS_GROW_WAIT;
+    }
+    return *target > facts->limit_bytes ? WZS_GROW_OVER_LIMIT : WZS_GROW_ZEROES;
 }
