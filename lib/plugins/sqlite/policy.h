@@ -68,6 +68,26 @@ enum wzs_grow_step {
 };
 enum wzs_grow_step wzs_grow_step(const struct wzs_grow_facts* facts, uint64_t* target);
 
+/* The URI parameters the VFS reads (every other "wzero_" one is an error), parsed. */
+struct wzs_uri_config {
+    uint64_t wal_chunk_bytes; /* wzero_wal_chunk: decimal bytes, 0 (no chunk) to INT64_MAX */
+    int fast_sync_allowed;    /* wzero_sync: "auto" 1 (the default), "fdatasync" 0 */
+};
+
+/* The defaults, as when no parameter is given. */
+void wzs_uri_defaults(struct wzs_uri_config* config);
+
+/* Whether KEY is in the VFS's parameter namespace: "wzero_" in any case. SQLite itself and
+ * other VFSes read the others. */
+int wzs_uri_is_ours(const char* key);
+
+/* Applies one parameter KEY=VALUE of the VFS's namespace to CONFIG. Returns NULL when it is
+ * taken, else why VALUE (or KEY) is refused, one phrase for a message that names both. No
+ * value is ever replaced by a default: an empty value, a sign, a suffix ("1M"), spaces, hex
+ * or a number beyond INT64_MAX are refused, where sqlite3_uri_int64() would return the
+ * default or a negative number. */
+const char* wzs_uri_apply(struct wzs_uri_config* config, const char* key, const char* value);
+
 /* How xSync makes a file's writes durable. */
 enum wzs_sync_action {
     /* The unix VFS's own xSync: fdatasync(2) (and the directory fsync it owes a new file).

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* ctest sqlite.vfs: the VFS's decisions from tables (chunk rounding, a chunk that does not
- * fit, what xSync does for a given record), then a real SQLite run through
+ * fit, the URI parameters, what xSync does for a given record), then a real SQLite run through
  * the built extension in a scratch directory: WAL mode, synchronous=FULL, single-row
  * transactions; checked with FIEMAP (not with the extension's own word), file sizes,
- * integrity_check and the row count. Then inserts under a file size limit below the WAL's
- * chunk.
+ * integrity_check and the row count. Then bad URI parameters at open, and inserts under a
+ * file size limit below the WAL's chunk.
  *   wzero_sqlite_test EXTENSION.so SCRATCH_DIR */
 #include "policy.h"
 
@@ -115,6 +115,68 @@ static void policy_grow_step(void) {
     CHECK(!wzs_grow_gives_way(EIO) && !wzs_grow_gives_way(EROFS) && !wzs_grow_gives_way(EBADF) &&
               !wzs_grow_gives_way(0),
           "any other error is the write's");
+}
+
+/* Every value sqlite3_uri_int64 would turn into its default, or into a negative chunk, is
+ * refused with a reason; no value is replaced by a default. */
+static void policy_uri(void) {
+    static const struct {
+        const char *key, *value;
+        int ok;
+        uint64_t chunk;
+        int fast_sync;
+        const char* why; /* the start of the reason */
+    } rows[] = {
+        {"wzero_wal_chunk", "4194304", 1, 4194304, 1, NULL},
+        {"wzero_wal_chunk", "600000000", 1, 600000000, 1, NULL},
+        {"wzero_wal_chunk", "0", 1, 0, 1, NULL},                       /* no chunk: the unix VFS's growth */
+        {"wzero_wal_chunk", "0065536", 1, 65536, 1, NULL},
+        {"wzero_wal_chunk", "9223372036854775807", 1, 9223372036854775807ull, 1, NULL},
+        {"wzero_wal_chunk", "9223372036854775808", 0, 0, 0, "too large"},
+        {"wzero_wal_chunk", "99999999999999999999", 0, 0, 0, "too large"},
+        {"wzero_wal_chunk", "", 0, 0, 0, "empty"},
+        {"wzero_wal_chunk", "abc", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "1M", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "4MiB", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "-5", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "+5", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", " 5", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "5 ", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "0x400000", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "1e6", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "4.5", 0, 0, 0, "not a number"},
+        {"wzero_sync", "auto", 1, 4 << 20, 1, NULL},
+        {"wzero_sync", "fdatasync", 1, 4 << 20, 0, NULL},
+        {"wzero_sync", "FDATASYNC", 1, 4 << 20, 0, NULL},
+        {"wzero_sync", "bogus", 0, 0, 0, "not a sync mode"},
+        {"wzero_sync", "", 0, 0, 0, "not a sync mode"},
+        {"wzero_sync", "fsync", 0, 0, 0, "not a sync mode"},
+        {"wzero_sync", "1", 0, 0, 0, "not a sync mode"},
+        {"wzero_wal_chunks", "4194304", 0, 0, 0, "unknown parameter"}, /* a misspelt name */
+        {"WZERO_SYNC", "fdatasync", 0, 0, 0, "unknown parameter"},     /* SQLite's keys are case-sensitive */
+        {"wzero_", "1", 0, 0, 0, "unknown parameter"},
+    };
+    CHECK(wzs_uri_is_ours("wzero_sync") && wzs_uri_is_ours("Wzero_x") && wzs_uri_is_ours("wzero_"),
+          "the wzero_ namespace, in any case");
+    CHECK(!wzs_uri_is_ours("vfs") && !wzs_uri_is_ours("mode") && !wzs_uri_is_ours("wzero") &&
+              !wzs_uri_is_ours("xwzero_sync") && !wzs_uri_is_ours(NULL),
+          "SQLite's parameters and others are not ours");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct wzs_uri_config c;
+        wzs_uri_defaults(&c);
+        const char* why = wzs_uri_apply(&c, rows[i].key, rows[i].value);
+        if (rows[i].ok) {
+            CHECK(why == NULL && c.wal_chunk_bytes == rows[i].chunk && c.fast_sync_allowed == rows[i].fast_sync,
+                  "row %zu: %s=\"%s\": %s, chunk %llu, fast sync %d", i, rows[i].key, rows[i].value,
+                  why != NULL ? why : "taken", (unsigned long long)c.wal_chunk_bytes, c.fast_sync_allowed);
+        } else {
+            CHECK(why != NULL && strncmp(why, rows[i].why, strlen(rows[i].why)) == 0,
+                  "row %zu: %s=\"%s\" refused as \"%s...\": %s", i, rows[i].key, rows[i].value, rows[i].why,
+                  why != NULL ? why : "taken");
+            CHECK(c.wal_chunk_bytes == WZS_DEFAULT_WAL_CHUNK_BYTES && c.fast_sync_allowed == 1,
+                  "row %zu: a refused value leaves the configuration alone", i);
+        }
+    }
 }
 
 static void policy_sync(void) {
@@ -393,6 +455,53 @@ static void log_callback(void* arg, int code, const char* message) {
     snprintf(logged + strlen(logged), sizeof logged - strlen(logged), "(%d) %s\n", code, message);
 }
 
+/* A malformed, unknown or repeated wzero_ URI parameter: the open fails with SQLITE_CANTOPEN,
+ * sqlite3_log names the parameter and its value, and nothing is created. Before, each was
+ * replaced by a default without a word ("1M", "", "abc", "bogus") or taken as a huge chunk
+ * ("-5"). */
+static void uri_run(const char* dir) {
+    static const struct {
+        const char* query;
+        const char* logged; /* in the message */
+    } rows[] = {
+        {"wzero_wal_chunk=1M", "wzero_wal_chunk=\"1M\": not a number of bytes"},
+        {"wzero_wal_chunk=abc", "wzero_wal_chunk=\"abc\": not a number of bytes"},
+        {"wzero_wal_chunk=", "wzero_wal_chunk=\"\": empty"},
+        {"wzero_wal_chunk=-5", "wzero_wal_chunk=\"-5\": not a number of bytes"},
+        {"wzero_wal_chunk=99999999999999999999", "wzero_wal_chunk=\"99999999999999999999\": too large"},
+        {"wzero_sync=bogus", "wzero_sync=\"bogus\": not a sync mode"},
+        {"wzero_sync", "wzero_sync=\"\": not a sync mode"},
+        {"wzero_wal_chunk_bytes=4096", "wzero_wal_chunk_bytes=\"4096\": unknown parameter"},
+        {"wzero_sync=auto&wzero_sync=fdatasync", "wzero_sync=\"auto\": given more than once"},
+    };
+    char path[4096], uri[8192];
+    snprintf(path, sizeof path, "%s/uri.db", dir);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        sqlite3* db = NULL;
+        struct stat st;
+        unlink(path); /* wz: ignored-error (absent is what the row needs) */
+        logged[0] = 0;
+        snprintf(uri, sizeof uri, "file:%s?vfs=wzero&%s", path, rows[i].query);
+        const int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+        CHECK(rc == SQLITE_CANTOPEN, "row %zu: open %s: %d %s, want SQLITE_CANTOPEN", i, uri, rc,
+              db != NULL ? sqlite3_errmsg(db) : "");
+        CHECK(strstr(logged, rows[i].logged) != NULL, "row %zu: the log names %s: %s", i, rows[i].logged, logged);
+        CHECK(stat(path, &st) != 0 && errno == ENOENT, "row %zu: %s refused, yet created", i, uri);
+        sqlite3_close(db);
+    }
+    /* The accepted forms open, and a parameter outside the namespace is SQLite's business. */
+    snprintf(uri, sizeof uri, "file:%s?vfs=wzero&wzero_wal_chunk=0065536&wzero_sync=FDATASYNC&other=1M", path);
+    {
+        sqlite3* db = NULL;
+        unlink(path); /* wz: ignored-error */
+        CHECK(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL) ==
+                  SQLITE_OK,
+              "open %s: %s", uri, sqlite3_errmsg(db));
+        exec_ok(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(v)");
+        sqlite3_close(db);
+    }
+}
+
 /* Under a soft RLIMIT_FSIZE below the WAL's first chunk, the VFS does not try the chunk: the
  * WAL grows by its frames as the unix VFS's does, and every insert commits. Before, the chunk
  * failed with EFBIG and SQLite's first write to the WAL with it ("disk I/O error"). SIGXFSZ
@@ -445,9 +554,11 @@ int main(int argc, char** argv) {
     sqlite3_config(SQLITE_CONFIG_LOG, log_callback, NULL);
     policy_grow_target();
     policy_grow_step();
+    policy_uri();
     policy_sync();
     real_run(argv[1], argv[2]);
     lock_run(argv[2]);
+    uri_run(argv[2]);
     limit_run(argv[2]);
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);

@@ -40,8 +40,7 @@ struct wzs_file {
     uint64_t synced_bytes;    /* the size when our last fdatasync succeeded */
     int metadata_synced;
     int64_t app_chunk_bytes;  /* SQLITE_FCNTL_CHUNK_SIZE */
-    uint64_t wal_chunk_bytes;
-    int fast_sync_allowed;    /* URI wzero_sync=auto (default) or fdatasync */
+    struct wzs_uri_config uri;
     uint64_t gave_way_at;     /* the target of the last growth that gave way (0: none since) */
     int32_t cache_write_through, flush_needed;
 };
@@ -174,7 +173,7 @@ static int wzs_grow(struct wzs_file* p, uint64_t write_at, uint64_t end) {
     p->known_bytes = facts.current_bytes;
     facts.write_at = write_at;
     facts.end_bytes = end;
-    facts.chunk_bytes = wzs_chunk_bytes(p->kind == WZS_WAL, p->app_chunk_bytes, p->wal_chunk_bytes);
+    facts.chunk_bytes = wzs_chunk_bytes(p->kind == WZS_WAL, p->app_chunk_bytes, p->uri.wal_chunk_bytes);
     facts.limit_bytes = wzs_file_size_limit();
     facts.gave_way_at = p->gave_way_at;
     switch (wzs_grow_step(&facts, &target)) {
@@ -261,7 +260,7 @@ static int wzs_truncate(sqlite3_file* f, sqlite3_int64 size) {
 static int wzs_sync(sqlite3_file* f, int flags) {
     struct wzs_file* p = wzs(f);
     int rc;
-    if (p->kind == WZS_WAL && p->fast_sync_allowed) {
+    if (p->kind == WZS_WAL && p->uri.fast_sync_allowed) {
         struct wzs_sync_facts facts;
         uint64_t now = 0;
         if ((rc = wzs_file_bytes(p, &now)) != SQLITE_OK) {
@@ -436,16 +435,58 @@ static const sqlite3_io_methods wzs_io_methods = {
     wzs_unfetch,
 };
 
+/* The VFS's URI parameters of NAME (a database or WAL filename from SQLite) into CONFIG.
+ * SQLITE_CANTOPEN, what a VFS returns for a file it will not open, when one is malformed,
+ * unknown or given twice: logged with the parameter, its value and why, before anything is
+ * opened or created. A misspelt or malformed parameter is never replaced by a default in
+ * silence (sqlite3_uri_int64 would). */
+static int wzs_read_uri(const char* name, struct wzs_uri_config* config) {
+    wzs_uri_defaults(config);
+    for (int i = 0;; i++) {
+        const char* key = sqlite3_uri_key(name, i);
+        const char* value;
+        const char* why = NULL;
+        if (key == NULL) {
+            return SQLITE_OK;
+        }
+        if (!wzs_uri_is_ours(key)) {
+            continue;
+        }
+        value = sqlite3_uri_parameter(name, key);
+        for (int j = 0; j < i && why == NULL; j++) {
+            if (strcmp(sqlite3_uri_key(name, j), key) == 0) {
+                why = "given more than once";
+            }
+        }
+        if (why == NULL) {
+            why = wzs_uri_apply(config, key, value != NULL ? value : "");
+        }
+        if (why != NULL) {
+            /* The parameter and the reason first: sqlite3_log cuts a message at about 200 bytes. */
+            sqlite3_log(SQLITE_CANTOPEN, "wzero: URI parameter %s=\"%.64s\": %s (open %s)", key,
+                        value != NULL ? value : "", why, name);
+            return SQLITE_CANTOPEN;
+        }
+    }
+}
+
 /* The sub-file starts at the first 16-byte boundary after our struct. */
 #define WZS_HEAD_BYTES ((sizeof(struct wzs_file) + 15u) & ~(size_t)15u)
 
 static int wzs_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
     struct wzs_file* p = wzs(f);
+    struct wzs_uri_config uri;
     int rc;
     (void)vfs;
     memset(p, 0, sizeof *p);
     p->sub = (sqlite3_file*)(void*)((char*)f + WZS_HEAD_BYTES);
     p->fd = -1;
+    wzs_uri_defaults(&uri);
+    if (name != NULL && (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL)) != 0 &&
+        (rc = wzs_read_uri(name, &uri)) != SQLITE_OK) {
+        p->base.pMethods = NULL; /* SQLite then does not call xClose */
+        return rc;
+    }
     rc = wzs_unix_vfs->xOpen(wzs_unix_vfs, name, p->sub, flags, out_flags);
     if (rc != SQLITE_OK || p->sub->pMethods == NULL) {
         p->base.pMethods = NULL; /* SQLite then does not call xClose */
@@ -470,11 +511,7 @@ static int wzs_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, in
     p->kind = (flags & SQLITE_OPEN_WAL) != 0 ? WZS_WAL : WZS_MAIN_DB;
     p->cache_write_through = WZ_UNKNOWN;
     p->flush_needed = WZ_UNKNOWN;
-    p->wal_chunk_bytes = (uint64_t)sqlite3_uri_int64(name, "wzero_wal_chunk", WZS_DEFAULT_WAL_CHUNK_BYTES);
-    {
-        const char* mode = sqlite3_uri_parameter(name, "wzero_sync");
-        p->fast_sync_allowed = mode == NULL || sqlite3_stricmp(mode, "auto") == 0;
-    }
+    p->uri = uri;
     if (wzs_file_bytes(p, &p->known_bytes) != SQLITE_OK) {
         p->kind = WZS_UNMANAGED;
         return SQLITE_OK;
@@ -593,6 +630,11 @@ extern "C"
     int rc;
     (void)db;
     SQLITE_EXTENSION_INIT2(api);
+    /* The routines table of an older SQLite ends before sqlite3_uri_key. */
+    if (sqlite3_libversion_number() < 3031000) {
+        *err = sqlite3_mprintf("wzero: SQLite %s is older than 3.31, which the VFS needs", sqlite3_libversion());
+        return SQLITE_ERROR;
+    }
     if (sqlite3_vfs_find("wzero") == &wzs_vfs) {
         return SQLITE_OK_LOAD_PERMANENTLY; /* loaded again by another connection */
     }
