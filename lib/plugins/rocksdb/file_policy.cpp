@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "file_policy.hpp"
 
+#include <cerrno>
+
 #include <rocksdb/transaction_log.h>
 #include <rocksdb/types.h>
 
@@ -106,6 +108,10 @@ std::optional<zero_span> next_zero_span(std::uint64_t zeroed_end, std::uint64_t 
         return std::nullopt;
     }
     return zero_span{start, end - start};
+}
+
+bool prealloc_gives_way(int err) noexcept {
+    return err == ENOSPC || err == EDQUOT || err == EFBIG;
 }
 
 }  // namespace wz::rocksdb_plugin

@@ -26,6 +26,12 @@
 //     the current log) skips the zeroed blocks ahead of the writer and would miss records
 //     appended there later. RocksDB says the same of its own fallocate_with_keep_size=false
 //     (PosixFileSystem::OptimizeForLogWrite). Do not use this file system under such readers.
+// Where the written zeroes do not fit (ENOSPC, EDQUOT, EFBIG: prealloc_gives_way), the same
+// range goes to the default file system's Allocate, fallocate(KEEP_SIZE), as without this
+// file system: its blocks (a part, near full) are then the ones the appends use, so that no
+// append fails that RocksDB's own file system would have taken. PrepareWrite ignores that
+// result too, and the next preallocation block tries written zeroes again; Close releases
+// what KEEP_SIZE left past the end, as PosixWritableFile::Close does.
 // Copy-on-write filesystems gain nothing from written extents, and filesystems other than
 // ext4 and xfs are not confirmed to overwrite in place: there the wrapped file is left alone.
 //
@@ -35,7 +41,8 @@
 // end of the log: the old content is harmless and zeroing it would cost a write of the whole
 // file per log switch for nothing. So the old content is kept; only a file that is not
 // written extents all through (made by another file system, or punched) is made so with
-// wz::rezero once, before RocksDB writes to it.
+// wz::rezero once, before RocksDB writes to it. Where that does not fit (prealloc_gives_way),
+// the file is left to the default file system, as RocksDB's own would use it.
 //
 // Sync (the decision table; Fsync, RangeSync and every other file type: the wrapped call).
 // RocksDB appends through the page cache (the WAL and the MANIFEST are never direct I/O), so
@@ -118,5 +125,10 @@ struct zero_span {
 };
 [[nodiscard]] std::optional<zero_span> next_zero_span(std::uint64_t zeroed_end, std::uint64_t appended_end,
                                                       std::uint64_t want_end, std::uint64_t block) noexcept;
+
+// Whether written zeroes that failed with ERR (an errno) give way to what RocksDB's own file
+// system does: ENOSPC, EDQUOT and EFBIG say that the zeroes do not fit (the filesystem, the
+// quota, the file size limit), not that the file cannot be written. Any other error is one.
+[[nodiscard]] bool prealloc_gives_way(int err) noexcept;
 
 }  // namespace wz::rocksdb_plugin

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include <string>
 #include <vector>
 
@@ -136,6 +138,17 @@ TEST(RocksdbFilePolicy, ZeroSpans) {
                                << r.block << ": got " << (got ? std::to_string(got->offset) + "+" +
                                                                     std::to_string(got->length)
                                                               : std::string("none"));
+    }
+}
+
+// No space, no quota, past the file size limit: the zeroes do not fit, and RocksDB's own
+// preallocation takes over. Anything else is an error of the file.
+TEST(RocksdbFilePolicy, PreallocationGivesWayOnlyWhereTheZeroesDoNotFit) {
+    EXPECT_TRUE(prealloc_gives_way(ENOSPC));
+    EXPECT_TRUE(prealloc_gives_way(EDQUOT));
+    EXPECT_TRUE(prealloc_gives_way(EFBIG));
+    for (const int err : {0, EIO, EROFS, EBADF, EINVAL, EOPNOTSUPP, EBUSY, ENOMEM}) {
+        EXPECT_FALSE(prealloc_gives_way(err)) << err;
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include <wzero/wzero.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
@@ -139,7 +140,18 @@ public:
         wz::preallocate_report rep;
         if (auto s = wz::zero_range(fd_, span->offset, span->length, o, &rep); !s.ok()) {
             say("%s: %s", path_.c_str(), s.error().message.c_str());
-            return rdb::IOStatus::IOError("wzero zero_range", s.error().message);
+            if (!prealloc_gives_way(s.error().code.value())) {
+                return rdb::IOStatus::IOError("wzero zero_range", s.error().message);
+            }
+            // What RocksDB's own file system does with the same range (file_policy.hpp): the
+            // zeroes failed before or were cut back, so nothing past the appends is proven.
+            keep_size_end_ = std::max(keep_size_end_, offset + len);
+            ++gave_way_calls_;
+            auto fallback = target()->Allocate(offset, len, options, dbg);
+            say("%s %s: [%llu, %llu) left to the default file system's Allocate: %s", to_string(policy_.role),
+                path_.c_str(), static_cast<unsigned long long>(offset), static_cast<unsigned long long>(offset + len),
+                fallback.ok() ? "OK" : fallback.ToString().c_str());
+            return fallback;
         }
         zeroed_end_ = span->offset + span->length;
         durable_end_.store(zeroed_end_, std::memory_order_release);
@@ -204,14 +216,25 @@ private:
             }
             zeroed_end_ = appended;
         }
+        if (keep_size_end_ > appended) {
+            // The blocks fallocate(KEEP_SIZE) left past the end, which a truncation to the same
+            // size does not release on every filesystem: PosixWritableFile::Close punches them.
+            if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE, static_cast<off_t>(appended),
+                            static_cast<off_t>(keep_size_end_ - appended)) != 0) {
+                say("%s: punch [%llu, %llu): %s", path_.c_str(), static_cast<unsigned long long>(appended),
+                    static_cast<unsigned long long>(keep_size_end_),
+                    std::strerror(errno));  // wz: ignored-error (as RocksDB: space held, nothing wrong)
+            }
+            keep_size_end_ = appended;
+        }
     }
     void report() const {
-        say("%s %s: closed: %llu bytes appended, %llu zeroed in %llu calls; Sync: %llu writeback only, %llu "
-            "wrapped",
+        say("%s %s: closed: %llu bytes appended, %llu zeroed in %llu calls, %llu calls gave way; Sync: %llu "
+            "writeback only, %llu wrapped",
             to_string(policy_.role), path_.c_str(),
             static_cast<unsigned long long>(target()->GetFileSize(rdb::IOOptions(), nullptr)),
             static_cast<unsigned long long>(zeroed_bytes_), static_cast<unsigned long long>(zero_calls_),
-            static_cast<unsigned long long>(writeback_syncs_.load()),
+            static_cast<unsigned long long>(gave_way_calls_), static_cast<unsigned long long>(writeback_syncs_.load()),
             static_cast<unsigned long long>(wrapped_syncs_.load()));
     }
     static std::string methods(const wz::preallocate_report& rep) {
@@ -233,7 +256,8 @@ private:
     size_t last_block_ = 0;
     std::uint64_t zeroed_end_ = 0;              // [0, zeroed_end_) is written (zeroes or data)
     std::atomic<std::uint64_t> durable_end_{0};  // ... and durable with the size that covers it
-    std::uint64_t zeroed_bytes_ = 0, zero_calls_ = 0;
+    std::uint64_t keep_size_end_ = 0;           // fallocate(KEEP_SIZE) may have left blocks below this
+    std::uint64_t zeroed_bytes_ = 0, zero_calls_ = 0, gave_way_calls_ = 0;
     std::atomic<std::uint64_t> writeback_syncs_{0}, wrapped_syncs_{0};
 };
 
@@ -300,6 +324,12 @@ rdb::IOStatus wzero_file_system::ReuseWritableFile(const std::string& fname, con
             if (auto z = wz::rezero(o.fd, 0, size, po); !z.ok()) {
                 say("%s %s: %s", to_string(role), fname.c_str(), z.error().message.c_str());
                 (void)::close(o.fd);  // wz: ignored-error (read-only use)
+                if (prealloc_gives_way(z.error().code.value())) {
+                    // RocksDB's own file system writes the recycled log as it is: so does this one.
+                    say("%s %s (recycled %s): the default file system's file", to_string(role), fname.c_str(),
+                        old_fname.c_str());
+                    return s;
+                }
                 return rdb::IOStatus::IOError("wzero rezero", z.error().message);
             }
             how = "not all written extents (" + v.error().message + "): rezeroed";

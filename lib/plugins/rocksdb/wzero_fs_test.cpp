@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -167,6 +169,92 @@ TEST(RocksdbWzeroFs, CloseCutsTheTailOff) {
     struct ::stat st {};
     ASSERT_EQ(::stat(logs[0].c_str(), &st), 0);
     EXPECT_LT(st.st_size, 64 << 10);  // 50 small records, no zero tail
+}
+
+// The file system the scratch directory is on gets written zeroes (ext4, xfs), or the plugin
+// leaves every file alone there and there is nothing to test.
+bool zeroes_here(const std::string& dir) {
+    fs::create_directories(dir);
+    const std::string probe = dir + "/probe";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT, 0644);
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    auto caps = wz::stat(probe);
+    fs::remove(probe);
+    return caps && caps->fs && (caps->fs->type == "ext4" || caps->fs->type == "xfs");
+}
+
+// A process under RLIMIT_FSIZE (`ulimit -f`) below the WAL's preallocation block: the written
+// zeroes fail with EFBIG, and the block is preallocated as RocksDB's own file system does it,
+// fallocate(KEEP_SIZE) past the end, which the limit does not apply to. Before, the failure
+// was ignored and the WAL had no preallocation at all.
+TEST(RocksdbWzeroFs, PreallocationPastTheFileSizeLimitIsRocksdbsOwn) {
+    const auto dir = scratch("fsize-limit");
+    const auto posix_dir = scratch("fsize-limit-posix");
+    if (!zeroes_here(fs::path(dir).parent_path().string())) {
+        GTEST_SKIP() << "the build tree is not on ext4 or xfs: the plugin leaves it alone";
+    }
+    for (const auto& [d, which] : {std::pair{dir, "wzero"}, std::pair{posix_dir, "posix"}}) {
+        const std::string cmd = "ulimit -f 2048 && " + std::string(WZERO_ROCKSDB_ACKWRITER) + " " + d + " 0 300 0 0 " +
+                                which + " >/dev/null";
+        const int st = std::system(cmd.c_str());
+        ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd << ": status " << st;
+    }
+    const auto logs = wals(dir);
+    const auto posix_logs = wals(posix_dir);
+    ASSERT_EQ(logs.size(), 1u);
+    ASSERT_EQ(posix_logs.size(), 1u);
+    struct ::stat st {}, posix_st {};
+    ASSERT_EQ(::stat(logs[0].c_str(), &st), 0);
+    ASSERT_EQ(::stat(posix_logs[0].c_str(), &posix_st), 0);
+    EXPECT_EQ(st.st_size, posix_st.st_size) << "the WAL holds what was appended, no zero tail";
+    EXPECT_LT(st.st_size, 2 << 20);
+    // 4.4 MiB preallocated past the end, by both.
+    EXPECT_GE(static_cast<std::uint64_t>(st.st_blocks) * 512, 4u << 20) << logs[0];
+    EXPECT_GE(static_cast<std::uint64_t>(posix_st.st_blocks) * 512, 4u << 20) << posix_logs[0];
+    expect_keys(dir, 300, 0, rdb::WALRecoveryMode::kAbsoluteConsistency);
+}
+
+// A recycled log that is not written extents throughout and whose re-zeroing does not fit
+// (here a sparse file larger than its filesystem: ENOSPC before any write) is written as
+// RocksDB's own file system would write it. Before, ReuseWritableFile failed, and with it
+// RocksDB's switch to a new log.
+TEST(RocksdbWzeroFs, RecycledLogThatDoesNotFitIsRocksdbsOwn) {
+    const auto dir = scratch("recycle-nospace");
+    fs::create_directories(dir);
+    if (!zeroes_here(dir)) {
+        GTEST_SKIP() << "the build tree is not on ext4 or xfs: the plugin leaves it alone";
+    }
+    struct ::statvfs sv {};
+    ASSERT_EQ(::statvfs(dir.c_str(), &sv), 0);
+    const std::uint64_t fs_bytes = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+    const std::uint64_t size = 2 * fs_bytes;
+    if (size > (std::uint64_t{8} << 40)) {
+        GTEST_SKIP() << "a filesystem of " << fs_bytes << " bytes: no sparse file twice as large fits ext4's limit";
+    }
+    const std::string old_log = dir + "/000003.log";
+    const std::string new_log = dir + "/000005.log";
+    {
+        const int fd = ::open(old_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+        ::close(fd);
+    }
+    wzero_file_system wfs(rdb::FileSystem::Default());
+    std::unique_ptr<rdb::FSWritableFile> file;
+    const auto s = wfs.ReuseWritableFile(new_log, old_log, rdb::FileOptions(), &file, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(file->Append("a record", rdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(file->Sync(rdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(file->Close(rdb::IOOptions(), nullptr).ok());
+    std::string head(8, '\0');
+    const int fd = ::open(new_log.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(::pread(fd, head.data(), head.size(), 0), 8);
+    ::close(fd);
+    EXPECT_EQ(head, "a record");
+    fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* ctest sqlite.vfs: the VFS's decisions from tables (chunk rounding, what xSync does for a
- * given record), then a real SQLite run through the built extension in a scratch directory:
- * WAL mode, synchronous=FULL, single-row transactions; checked with FIEMAP (not with the
- * extension's own word), file sizes, integrity_check and the row count.
+/* ctest sqlite.vfs: the VFS's decisions from tables (chunk rounding, a chunk that does not
+ * fit, the URI parameters, what xSync does for a given record), then a real SQLite run through
+ * the built extension in a scratch directory: WAL mode, synchronous=FULL, single-row
+ * transactions; checked with FIEMAP (not with the extension's own word), file sizes,
+ * integrity_check and the row count. Then bad URI parameters at open, and inserts under a
+ * file size limit below the WAL's chunk.
  *   wzero_sqlite_test EXTENSION.so SCRATCH_DIR */
 #include "policy.h"
 
@@ -12,10 +14,12 @@
 #include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -72,6 +76,107 @@ static void policy_grow_target(void) {
     CHECK(wzs_chunk_bytes(0, 0, 4 * MiB) == 0, "the database has no automatic chunk");
     CHECK(wzs_chunk_bytes(0, 1 << 20, 4 * MiB) == MiB, "the database takes CHUNK_SIZE");
     CHECK(wzs_chunk_bytes(0, -5, 4 * MiB) == 0, "a negative CHUNK_SIZE is none");
+}
+
+/* A chunk that does not fit gives way to the write, and is tried again past its own end; one
+ * that would cross RLIMIT_FSIZE is not tried. */
+static void policy_grow_step(void) {
+    static const struct {
+        struct wzs_grow_facts facts; /* current, write_at, end, chunk, limit, gave_way_at */
+        enum wzs_grow_step want;
+        uint64_t target;
+    } rows[] = {
+        {{0, 0, 32, 4 << 20, UINT64_MAX, 0}, WZS_GROW_ZEROES, 4 << 20},       /* the WAL header: a chunk */
+        {{8192, 4096, 8192, 4 << 20, UINT64_MAX, 0}, WZS_GROW_NOTHING, 8192},  /* inside the file */
+        {{8192, 8192, 12288, 0, UINT64_MAX, 0}, WZS_GROW_NOTHING, 12288},     /* an append is its own growth */
+        {{8192, 16384, 20480, 0, UINT64_MAX, 0}, WZS_GROW_ZEROES, 20480},     /* a gap before the write */
+        {{0, 0, 32, 4 << 20, 2 << 20, 0}, WZS_GROW_OVER_LIMIT, 4 << 20},      /* ulimit -f 2048 */
+        {{0, 0, 32, 4 << 20, 4 << 20, 0}, WZS_GROW_ZEROES, 4 << 20},          /* exactly at the limit */
+        {{0, 0, 32, 0, 16, 0}, WZS_GROW_NOTHING, 32},                         /* the write's own EFBIG */
+        {{0, 40, 48, 0, 44, 0}, WZS_GROW_OVER_LIMIT, 48},                     /* a gap up to past the limit */
+        {{0, 0, 32, 600000000, 1 << 30, 0}, WZS_GROW_ZEROES, 600000000},
+        /* The chunk to 4 MiB gave way: the appends up to it grow the file themselves... */
+        {{32, 32, 4152, 4 << 20, UINT64_MAX, 4 << 20}, WZS_GROW_WAIT, 4 << 20},
+        {{4190000, 4190000, 4194304, 4 << 20, UINT64_MAX, 4 << 20}, WZS_GROW_NOTHING, 4 << 20}, /* to its end */
+        {{8192, 16384, 20480, 0, UINT64_MAX, 1 << 20}, WZS_GROW_WAIT, 20480}, /* a gap stays a hole */
+        /* ...and the first one past it tries the next chunk. */
+        {{4190000, 4190000, 4194305, 4 << 20, UINT64_MAX, 4 << 20}, WZS_GROW_ZEROES, 8 << 20},
+        {{1 << 20, 1 << 20, (1 << 20) + 4120, 0, UINT64_MAX, 1 << 20}, WZS_GROW_NOTHING, (1 << 20) + 4120},
+        {{0, 0, 32, 4 << 20, 2 << 20, 4 << 20}, WZS_GROW_WAIT, 4 << 20},      /* over the limit: no retry */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        uint64_t target = 0;
+        const enum wzs_grow_step got = wzs_grow_step(&rows[i].facts, &target);
+        CHECK(got == rows[i].want && target == rows[i].target, "row %zu: step %d to %llu, want %d to %llu", i,
+              (int)got, (unsigned long long)target, (int)rows[i].want, (unsigned long long)rows[i].target);
+    }
+    CHECK(wzs_grow_gives_way(ENOSPC) && wzs_grow_gives_way(EDQUOT) && wzs_grow_gives_way(EFBIG),
+          "no space, quota, file size: the write grows the file itself");
+    CHECK(!wzs_grow_gives_way(EIO) && !wzs_grow_gives_way(EROFS) && !wzs_grow_gives_way(EBADF) &&
+              !wzs_grow_gives_way(0),
+          "any other error is the write's");
+}
+
+/* Every value sqlite3_uri_int64 would turn into its default, or into a negative chunk, is
+ * refused with a reason; no value is replaced by a default. */
+static void policy_uri(void) {
+    static const struct {
+        const char *key, *value;
+        int ok;
+        uint64_t chunk;
+        int fast_sync;
+        const char* why; /* the start of the reason */
+    } rows[] = {
+        {"wzero_wal_chunk", "4194304", 1, 4194304, 1, NULL},
+        {"wzero_wal_chunk", "600000000", 1, 600000000, 1, NULL},
+        {"wzero_wal_chunk", "0", 1, 0, 1, NULL},                       /* no chunk: the unix VFS's growth */
+        {"wzero_wal_chunk", "0065536", 1, 65536, 1, NULL},
+        {"wzero_wal_chunk", "9223372036854775807", 1, 9223372036854775807ull, 1, NULL},
+        {"wzero_wal_chunk", "9223372036854775808", 0, 0, 0, "too large"},
+        {"wzero_wal_chunk", "99999999999999999999", 0, 0, 0, "too large"},
+        {"wzero_wal_chunk", "", 0, 0, 0, "empty"},
+        {"wzero_wal_chunk", "abc", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "1M", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "4MiB", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "-5", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "+5", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", " 5", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "5 ", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "0x400000", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "1e6", 0, 0, 0, "not a number"},
+        {"wzero_wal_chunk", "4.5", 0, 0, 0, "not a number"},
+        {"wzero_sync", "auto", 1, 4 << 20, 1, NULL},
+        {"wzero_sync", "fdatasync", 1, 4 << 20, 0, NULL},
+        {"wzero_sync", "FDATASYNC", 1, 4 << 20, 0, NULL},
+        {"wzero_sync", "bogus", 0, 0, 0, "not a sync mode"},
+        {"wzero_sync", "", 0, 0, 0, "not a sync mode"},
+        {"wzero_sync", "fsync", 0, 0, 0, "not a sync mode"},
+        {"wzero_sync", "1", 0, 0, 0, "not a sync mode"},
+        {"wzero_wal_chunks", "4194304", 0, 0, 0, "unknown parameter"}, /* a misspelt name */
+        {"WZERO_SYNC", "fdatasync", 0, 0, 0, "unknown parameter"},     /* SQLite's keys are case-sensitive */
+        {"wzero_", "1", 0, 0, 0, "unknown parameter"},
+    };
+    CHECK(wzs_uri_is_ours("wzero_sync") && wzs_uri_is_ours("Wzero_x") && wzs_uri_is_ours("wzero_"),
+          "the wzero_ namespace, in any case");
+    CHECK(!wzs_uri_is_ours("vfs") && !wzs_uri_is_ours("mode") && !wzs_uri_is_ours("wzero") &&
+              !wzs_uri_is_ours("xwzero_sync") && !wzs_uri_is_ours(NULL),
+          "SQLite's parameters and others are not ours");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct wzs_uri_config c;
+        wzs_uri_defaults(&c);
+        const char* why = wzs_uri_apply(&c, rows[i].key, rows[i].value);
+        if (rows[i].ok) {
+            CHECK(why == NULL && c.wal_chunk_bytes == rows[i].chunk && c.fast_sync_allowed == rows[i].fast_sync,
+                  "row %zu: %s=\"%s\": %s, chunk %llu, fast sync %d", i, rows[i].key, rows[i].value,
+                  why != NULL ? why : "taken", (unsigned long long)c.wal_chunk_bytes, c.fast_sync_allowed);
+        } else {
+            CHECK(why != NULL && strncmp(why, rows[i].why, strlen(rows[i].why)) == 0,
+                  "row %zu: %s=\"%s\" refused as \"%s...\": %s", i, rows[i].key, rows[i].value, rows[i].why,
+                  why != NULL ? why : "taken");
+            CHECK(c.wal_chunk_bytes == WZS_DEFAULT_WAL_CHUNK_BYTES && c.fast_sync_allowed == 1,
+                  "row %zu: a refused value leaves the configuration alone", i);
+        }
+    }
 }
 
 static void policy_sync(void) {
@@ -339,15 +444,122 @@ static void lock_run(const char* dir) {
     sqlite3_close(db);
 }
 
+/* sqlite3_log's messages (SQLITE_CONFIG_LOG), the last few kept: the extension's diagnostics. */
+static char logged[8192];
+static void log_callback(void* arg, int code, const char* message) {
+    const size_t used = strlen(logged);
+    (void)arg;
+    if (used + strlen(message) + 32 >= sizeof logged) {
+        logged[0] = 0;
+    }
+    snprintf(logged + strlen(logged), sizeof logged - strlen(logged), "(%d) %s\n", code, message);
+}
+
+/* A malformed, unknown or repeated wzero_ URI parameter: the open fails with SQLITE_CANTOPEN,
+ * sqlite3_log names the parameter and its value, and nothing is created. Before, each was
+ * replaced by a default without a word ("1M", "", "abc", "bogus") or taken as a huge chunk
+ * ("-5"). */
+static void uri_run(const char* dir) {
+    static const struct {
+        const char* query;
+        const char* logged; /* in the message */
+    } rows[] = {
+        {"wzero_wal_chunk=1M", "wzero_wal_chunk=\"1M\": not a number of bytes"},
+        {"wzero_wal_chunk=abc", "wzero_wal_chunk=\"abc\": not a number of bytes"},
+        {"wzero_wal_chunk=", "wzero_wal_chunk=\"\": empty"},
+        {"wzero_wal_chunk=-5", "wzero_wal_chunk=\"-5\": not a number of bytes"},
+        {"wzero_wal_chunk=99999999999999999999", "wzero_wal_chunk=\"99999999999999999999\": too large"},
+        {"wzero_sync=bogus", "wzero_sync=\"bogus\": not a sync mode"},
+        {"wzero_sync", "wzero_sync=\"\": not a sync mode"},
+        {"wzero_wal_chunk_bytes=4096", "wzero_wal_chunk_bytes=\"4096\": unknown parameter"},
+        {"wzero_sync=auto&wzero_sync=fdatasync", "wzero_sync=\"auto\": given more than once"},
+    };
+    char path[4096], uri[8192];
+    snprintf(path, sizeof path, "%s/uri.db", dir);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        sqlite3* db = NULL;
+        struct stat st;
+        unlink(path); /* wz: ignored-error (absent is what the row needs) */
+        logged[0] = 0;
+        snprintf(uri, sizeof uri, "file:%s?vfs=wzero&%s", path, rows[i].query);
+        const int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+        CHECK(rc == SQLITE_CANTOPEN, "row %zu: open %s: %d %s, want SQLITE_CANTOPEN", i, uri, rc,
+              db != NULL ? sqlite3_errmsg(db) : "");
+        CHECK(strstr(logged, rows[i].logged) != NULL, "row %zu: the log names %s: %s", i, rows[i].logged, logged);
+        CHECK(stat(path, &st) != 0 && errno == ENOENT, "row %zu: %s refused, yet created", i, uri);
+        sqlite3_close(db);
+    }
+    /* The accepted forms open, and a parameter outside the namespace is SQLite's business. */
+    snprintf(uri, sizeof uri, "file:%s?vfs=wzero&wzero_wal_chunk=0065536&wzero_sync=FDATASYNC&other=1M", path);
+    {
+        sqlite3* db = NULL;
+        unlink(path); /* wz: ignored-error */
+        CHECK(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL) ==
+                  SQLITE_OK,
+              "open %s: %s", uri, sqlite3_errmsg(db));
+        exec_ok(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(v)");
+        sqlite3_close(db);
+    }
+}
+
+/* Under a soft RLIMIT_FSIZE below the WAL's first chunk, the VFS does not try the chunk: the
+ * WAL grows by its frames as the unix VFS's does, and every insert commits. Before, the chunk
+ * failed with EFBIG and SQLite's first write to the WAL with it ("disk I/O error"). SIGXFSZ
+ * stays at its default action: a growth that crossed the limit on this process's own thread
+ * would end the test. */
+static void limit_run(const char* dir) {
+    enum { ROWS = 100 };
+    char path[4096], wal[4200];
+    struct rlimit old, lim;
+    sqlite3* db = NULL;
+    struct stat st;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_DFL);
+    logged[0] = 0;
+    snprintf(path, sizeof path, "%s/limit.db", dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(path); /* wz: ignored-error (a previous run's file) */
+    unlink(wal);  /* wz: ignored-error */
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0, "getrlimit: %s", strerror(errno));
+    lim = old;
+    lim.rlim_cur = 2 * MiB;
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit: %s", strerror(errno));
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "wzero") == SQLITE_OK, "open %s",
+          path);
+    exec_ok(db, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE t(v BLOB)");
+    for (int i = 0; i < ROWS; i++) {
+        exec_ok(db, "INSERT INTO t VALUES (randomblob(3000))");
+    }
+    {
+        char* n = text_of(db, "SELECT count(*) FROM t");
+        char* stats = text_of(db, "PRAGMA wzero_stats");
+        CHECK(n != NULL && atoi(n) == ROWS, "rows under RLIMIT_FSIZE: %s", n != NULL ? n : "?");
+        CHECK(stats != NULL && stat_field(stats, "grow_fallbacks") >= 1, "the chunk gave way: %s",
+              stats != NULL ? stats : "?");
+        CHECK(strstr(logged, "RLIMIT_FSIZE") != NULL, "the give-way is logged: %s", logged);
+        sqlite3_free(n);
+        sqlite3_free(stats);
+    }
+    CHECK(stat(wal, &st) == 0 && (uint64_t)st.st_size < 2 * MiB, "WAL %lld bytes, below the limit",
+          (long long)st.st_size);
+    sqlite3_close(db);
+    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0, "setrlimit back: %s", strerror(errno));
+    signal(SIGXFSZ, old_handler);
+}
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s EXTENSION.so SCRATCH_DIR\n", argv[0]);
         return 2;
     }
+    sqlite3_config(SQLITE_CONFIG_LOG, log_callback, NULL);
     policy_grow_target();
+    policy_grow_step();
+    policy_uri();
     policy_sync();
     real_run(argv[1], argv[2]);
     lock_run(argv[2]);
+    uri_run(argv[2]);
+    limit_run(argv[2]);
     if (failures != 0) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

@@ -23,6 +23,7 @@ SQLITE_EXTENSION_INIT1
 #include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,14 +40,14 @@ struct wzs_file {
     uint64_t synced_bytes;    /* the size when our last fdatasync succeeded */
     int metadata_synced;
     int64_t app_chunk_bytes;  /* SQLITE_FCNTL_CHUNK_SIZE */
-    uint64_t wal_chunk_bytes;
-    int fast_sync_allowed;    /* URI wzero_sync=auto (default) or fdatasync */
+    struct wzs_uri_config uri;
+    uint64_t gave_way_at;     /* the target of the last growth that gave way (0: none since) */
     int32_t cache_write_through, flush_needed;
 };
 
 /* Counters for PRAGMA wzero_stats (process-wide; the tests read them). */
 static struct {
-    uint64_t grows, grow_bytes, grow_failures, syncs_unix, syncs_writeback, unmanaged_opens;
+    uint64_t grows, grow_bytes, grow_failures, syncs_unix, syncs_writeback, unmanaged_opens, grow_fallbacks;
 } wzs_stats;
 #define WZS_COUNT(field, n) __atomic_add_fetch(&wzs_stats.field, (n), __ATOMIC_RELAXED)
 
@@ -107,8 +108,9 @@ static int wzs_file_bytes(struct wzs_file* p, uint64_t* out) {
  * size and extents durable (an fdatasync, as metadata_synced is cleared). The database's
  * POSIX locks survive it: libwzero opens and closes its further descriptors of the file (the
  * O_DIRECT reopen, the probes) in a descriptor table of their own, never the process's
- * (libwzero(3), "POSIX record locks"). */
-static int wzs_grow_zeroes(struct wzs_file* p, uint64_t from, uint64_t to) {
+ * (libwzero(3), "POSIX record locks"). Returns 0, or the positive errno of the failure with
+ * libwzero's message in WHY (a failed wz_extend has cut the file back to FROM). */
+static int wzs_grow_zeroes(struct wzs_file* p, uint64_t from, uint64_t to, const char** why) {
     struct wz_zero_opts opts;
     int rc;
     memset(&opts, 0, sizeof opts);
@@ -118,42 +120,91 @@ static int wzs_grow_zeroes(struct wzs_file* p, uint64_t from, uint64_t to) {
     opts.verify = WZ_VERIFY_EXTENTS;
     rc = wz_extend(p->fd, to, &opts);
     if (rc != 0) {
-        sqlite3_log(SQLITE_IOERR_WRITE, "wzero: %s", wz_last_error());
-        return rc == -ENOSPC ? SQLITE_FULL : SQLITE_IOERR_WRITE;
+        *why = wz_last_error();
+        return -rc;
     }
     if (p->written_bytes >= from) {
         p->written_bytes = to; /* verified: [from, to) written, and [0, from) was */
     }
-    return SQLITE_OK;
+    return 0;
+}
+
+/* The soft RLIMIT_FSIZE in bytes; UINT64_MAX when there is none. */
+static uint64_t wzs_file_size_limit(void) {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) {
+        return UINT64_MAX;
+    }
+    return (uint64_t)lim.rlim_cur;
+}
+
+/* A chunk that does not fit gives way to the unix VFS: the write (or, for a size hint, the
+ * unix VFS's own SQLITE_FCNTL_SIZE_HINT, with SQLite's chunk) grows the file by what it
+ * needs, as without this VFS. Nothing is proven written past the old size then ([0,
+ * written_bytes) stays where it was), so the file's syncs are fdatasync until it is cut and
+ * regrown. Logged when a growth gives way after one that fitted: the cause first, as
+ * sqlite3_log cuts a message at about 200 bytes. */
+static void wzs_give_way(struct wzs_file* p, uint64_t target, const char* cause, const char* detail) {
+    WZS_COUNT(grow_fallbacks, 1);
+    if (p->gave_way_at == 0) {
+        sqlite3_log(SQLITE_WARNING, "wzero: %s: written zeroes to %llu bytes do not fit; %s grows as with the unix "
+                                    "VFS, the chunk is tried again past that size (%s)",
+                    cause, (unsigned long long)target, p->path, detail);
+    }
+    p->gave_way_at = target;
 }
 
 /* Makes the file at least END bytes of written data or zeroes before SQLite writes
- * [WRITE_AT, END) (WRITE_AT = END for a size hint). */
+ * [WRITE_AT, END) (WRITE_AT = END for a size hint), or leaves the growth to the unix VFS
+ * where the chunk does not fit. */
 static int wzs_grow(struct wzs_file* p, uint64_t write_at, uint64_t end) {
-    uint64_t now, target;
-    int rc;
+    struct wzs_grow_facts facts;
+    uint64_t target;
+    const char* why = NULL;
+    int rc, err;
     if (end <= p->known_bytes) {
         return SQLITE_OK;
     }
     /* Another connection (or process) may have grown the file since: decide on its size now.
      * SQLite writes the WAL and the database only under its own write or checkpoint lock. */
-    if ((rc = wzs_file_bytes(p, &now)) != SQLITE_OK) {
+    if ((rc = wzs_file_bytes(p, &facts.current_bytes)) != SQLITE_OK) {
         return rc;
     }
-    p->known_bytes = now;
-    target = wzs_grow_target(now, end, wzs_chunk_bytes(p->kind == WZS_WAL, p->app_chunk_bytes, p->wal_chunk_bytes));
-    /* Nothing to zero when the data itself is the growth: a write that starts at the end and
-     * no chunk beyond it. */
-    if (target <= now || (write_at <= now && target <= end)) {
+    p->known_bytes = facts.current_bytes;
+    facts.write_at = write_at;
+    facts.end_bytes = end;
+    facts.chunk_bytes = wzs_chunk_bytes(p->kind == WZS_WAL, p->app_chunk_bytes, p->uri.wal_chunk_bytes);
+    facts.limit_bytes = wzs_file_size_limit();
+    facts.gave_way_at = p->gave_way_at;
+    switch (wzs_grow_step(&facts, &target)) {
+    case WZS_GROW_NOTHING:
+        return SQLITE_OK;
+    case WZS_GROW_WAIT:
+        WZS_COUNT(grow_fallbacks, 1);
+        return SQLITE_OK;
+    case WZS_GROW_OVER_LIMIT:
+        wzs_give_way(p, target, "past the file size limit (RLIMIT_FSIZE)", "not tried");
+        return SQLITE_OK;
+    case WZS_GROW_ZEROES:
+        break;
+    }
+    err = wzs_grow_zeroes(p, facts.current_bytes, target, &why);
+    if (err != 0 && wzs_grow_gives_way(err)) {
+        wzs_give_way(p, target, strerror(err), why);
         return SQLITE_OK;
     }
-    rc = wzs_grow_zeroes(p, now, target);
-    if (rc != SQLITE_OK) {
+    if (err != 0) {
         WZS_COUNT(grow_failures, 1);
-        return rc;
+        sqlite3_log(SQLITE_IOERR_WRITE, "wzero: %s: %s", strerror(err), why);
+        return SQLITE_IOERR_WRITE;
+    }
+    if (p->gave_way_at != 0) {
+        sqlite3_log(SQLITE_NOTICE, "wzero: %s: grown by written zeroes to %llu bytes: chunks fit again", p->path,
+                    (unsigned long long)target);
+        p->gave_way_at = 0;
     }
     WZS_COUNT(grows, 1);
-    WZS_COUNT(grow_bytes, target - now);
+    WZS_COUNT(grow_bytes, target - facts.current_bytes);
     p->known_bytes = target;
     p->metadata_synced = 0;
     return SQLITE_OK;
@@ -192,6 +243,8 @@ static int wzs_truncate(sqlite3_file* f, sqlite3_int64 size) {
     const int rc = p->sub->pMethods->xTruncate(p->sub, size);
     if (p->kind != WZS_UNMANAGED) {
         uint64_t now = 0;
+        /* A file cut short may have room for a chunk again, wherever the last one gave way. */
+        p->gave_way_at = 0;
         /* The unix VFS rounds up to its chunk size: look at what it left. */
         if (wzs_file_bytes(p, &now) == SQLITE_OK) {
             p->known_bytes = now;
@@ -207,7 +260,7 @@ static int wzs_truncate(sqlite3_file* f, sqlite3_int64 size) {
 static int wzs_sync(sqlite3_file* f, int flags) {
     struct wzs_file* p = wzs(f);
     int rc;
-    if (p->kind == WZS_WAL && p->fast_sync_allowed) {
+    if (p->kind == WZS_WAL && p->uri.fast_sync_allowed) {
         struct wzs_sync_facts facts;
         uint64_t now = 0;
         if ((rc = wzs_file_bytes(p, &now)) != SQLITE_OK) {
@@ -281,7 +334,7 @@ static int wzs_file_control(sqlite3_file* f, int op, void* arg) {
             }
         }
         /* The unix VFS then finds the file long enough (nothing to fallocate) and only does
-         * its mmap bookkeeping. */
+         * its mmap bookkeeping; or, where the chunk gave way, grows it as without this VFS. */
         break;
     case SQLITE_FCNTL_VFSNAME: {
         char** out = (char**)arg;
@@ -294,12 +347,13 @@ static int wzs_file_control(sqlite3_file* f, int op, void* arg) {
         char** args = (char**)arg;
         if (sqlite3_stricmp(args[1], "wzero_stats") == 0) {
             args[0] = sqlite3_mprintf("grows=%llu grow_bytes=%llu grow_failures=%llu syncs_unix=%llu "
-                                      "syncs_writeback=%llu unmanaged_opens=%llu",
+                                      "syncs_writeback=%llu unmanaged_opens=%llu grow_fallbacks=%llu",
                                       (unsigned long long)wzs_stats.grows, (unsigned long long)wzs_stats.grow_bytes,
                                       (unsigned long long)wzs_stats.grow_failures,
                                       (unsigned long long)wzs_stats.syncs_unix,
                                       (unsigned long long)wzs_stats.syncs_writeback,
-                                      (unsigned long long)wzs_stats.unmanaged_opens);
+                                      (unsigned long long)wzs_stats.unmanaged_opens,
+                                      (unsigned long long)wzs_stats.grow_fallbacks);
             return SQLITE_OK;
         }
         break;
@@ -381,16 +435,58 @@ static const sqlite3_io_methods wzs_io_methods = {
     wzs_unfetch,
 };
 
+/* The VFS's URI parameters of NAME (a database or WAL filename from SQLite) into CONFIG.
+ * SQLITE_CANTOPEN, what a VFS returns for a file it will not open, when one is malformed,
+ * unknown or given twice: logged with the parameter, its value and why, before anything is
+ * opened or created. A misspelt or malformed parameter is never replaced by a default in
+ * silence (sqlite3_uri_int64 would). */
+static int wzs_read_uri(const char* name, struct wzs_uri_config* config) {
+    wzs_uri_defaults(config);
+    for (int i = 0;; i++) {
+        const char* key = sqlite3_uri_key(name, i);
+        const char* value;
+        const char* why = NULL;
+        if (key == NULL) {
+            return SQLITE_OK;
+        }
+        if (!wzs_uri_is_ours(key)) {
+            continue;
+        }
+        value = sqlite3_uri_parameter(name, key);
+        for (int j = 0; j < i && why == NULL; j++) {
+            if (strcmp(sqlite3_uri_key(name, j), key) == 0) {
+                why = "given more than once";
+            }
+        }
+        if (why == NULL) {
+            why = wzs_uri_apply(config, key, value != NULL ? value : "");
+        }
+        if (why != NULL) {
+            /* The parameter and the reason first: sqlite3_log cuts a message at about 200 bytes. */
+            sqlite3_log(SQLITE_CANTOPEN, "wzero: URI parameter %s=\"%.64s\": %s (open %s)", key,
+                        value != NULL ? value : "", why, name);
+            return SQLITE_CANTOPEN;
+        }
+    }
+}
+
 /* The sub-file starts at the first 16-byte boundary after our struct. */
 #define WZS_HEAD_BYTES ((sizeof(struct wzs_file) + 15u) & ~(size_t)15u)
 
 static int wzs_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
     struct wzs_file* p = wzs(f);
+    struct wzs_uri_config uri;
     int rc;
     (void)vfs;
     memset(p, 0, sizeof *p);
     p->sub = (sqlite3_file*)(void*)((char*)f + WZS_HEAD_BYTES);
     p->fd = -1;
+    wzs_uri_defaults(&uri);
+    if (name != NULL && (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL)) != 0 &&
+        (rc = wzs_read_uri(name, &uri)) != SQLITE_OK) {
+        p->base.pMethods = NULL; /* SQLite then does not call xClose */
+        return rc;
+    }
     rc = wzs_unix_vfs->xOpen(wzs_unix_vfs, name, p->sub, flags, out_flags);
     if (rc != SQLITE_OK || p->sub->pMethods == NULL) {
         p->base.pMethods = NULL; /* SQLite then does not call xClose */
@@ -415,11 +511,7 @@ static int wzs_open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* f, in
     p->kind = (flags & SQLITE_OPEN_WAL) != 0 ? WZS_WAL : WZS_MAIN_DB;
     p->cache_write_through = WZ_UNKNOWN;
     p->flush_needed = WZ_UNKNOWN;
-    p->wal_chunk_bytes = (uint64_t)sqlite3_uri_int64(name, "wzero_wal_chunk", WZS_DEFAULT_WAL_CHUNK_BYTES);
-    {
-        const char* mode = sqlite3_uri_parameter(name, "wzero_sync");
-        p->fast_sync_allowed = mode == NULL || sqlite3_stricmp(mode, "auto") == 0;
-    }
+    p->uri = uri;
     if (wzs_file_bytes(p, &p->known_bytes) != SQLITE_OK) {
         p->kind = WZS_UNMANAGED;
         return SQLITE_OK;
@@ -538,6 +630,11 @@ extern "C"
     int rc;
     (void)db;
     SQLITE_EXTENSION_INIT2(api);
+    /* The routines table of an older SQLite ends before sqlite3_uri_key. */
+    if (sqlite3_libversion_number() < 3031000) {
+        *err = sqlite3_mprintf("wzero: SQLite %s is older than 3.31, which the VFS needs", sqlite3_libversion());
+        return SQLITE_ERROR;
+    }
     if (sqlite3_vfs_find("wzero") == &wzs_vfs) {
         return SQLITE_OK_LOAD_PERMANENTLY; /* loaded again by another connection */
     }
