@@ -112,7 +112,7 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
     std::optional<dev_t> devno;
     if (kind == file_kind::regular) {
         caps.size_bytes = stx.stx_size;
-        auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh);
+        auto fs = fsprobe::probe_fs(fd, path, options.refresh, caps.unknown);
         if (!fs) {
             return fs.error();
         }
