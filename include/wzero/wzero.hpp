@@ -209,7 +209,12 @@ struct cache_info {
     std::optional<cache_mode> effective;         // what the device really does
     std::string effective_reason;
     std::optional<bool> fua;                     // queue/fua
-    std::optional<bool> flush_needed;            // does a durable write need a cache flush?
+    // Does a durable write need a cache flush (fdatasync), or is writing the data to the device
+    // enough? false only when every device is write-through and, for a regular file, its
+    // filesystem overwrites written extents in place (ext4, xfs): a copy-on-write file needs
+    // the filesystem's commit whatever the cache. true, never nullopt, where the cache or the
+    // device is not known (the safe side); false on a memory filesystem (nothing to flush).
+    std::optional<bool> flush_needed;
     std::string flush_reason;
     // Regular files: is an O_DSYNC/RWF_DSYNC O_DIRECT overwrite of written extents sent as a
     // FUA write with no flush? true only on filesystems where this has been confirmed at the

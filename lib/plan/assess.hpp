@@ -39,6 +39,9 @@ void assess(capabilities& caps, const assess_inputs& in);
 method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m);
 
 // Pieces of assess(), exposed for the unit tests.
+// The record's cache: the device's answer, the safe side where no device is known (a flush
+// needed, except on a memory filesystem), and a flush needed for a regular file whose
+// filesystem does not overwrite written extents in place, whatever the cache.
 void assess_cache(capabilities& caps);
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in);
 method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in, bool with_deac);

@@ -145,6 +145,62 @@ TEST(Cache, NoDeviceNeedsNoFlush) {
     EXPECT_EQ(c.recommended_method, zero_method::write);
 }
 
+// A device that cannot be named (NFS, FUSE, overlay, a btrfs whose devices were not found):
+// its cache is not known, and nothing may skip a flush on that.
+TEST(Cache, UnknownDeviceNeedsAFlush) {
+    for (const char* fs : {"nfs", "fuse", "overlay", "btrfs"}) {
+        capabilities c;
+        c.path = "/mnt/f";
+        c.file_type = "regular";
+        c.fs = fs_info{};
+        c.fs->type = fs;
+        c.unknown["device"] = "not resolved";
+        assess(c, new_kernel);
+        EXPECT_FALSE(c.cache.effective) << fs;
+        EXPECT_EQ(c.cache.flush_needed, true) << fs;
+        EXPECT_NE(c.cache.flush_reason.find("safe side"), std::string::npos) << c.cache.flush_reason;
+        EXPECT_NE(c.cache.effective_reason.find("not resolved"), std::string::npos) << c.cache.effective_reason;
+    }
+}
+
+TEST(Cache, UnreadableCacheModeNeedsAFlush) {
+    auto c = ext4_on_loop();
+    c.cache.kernel.reset();
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.cache.effective);
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("safe side"), std::string::npos) << c.cache.flush_reason;
+}
+
+// No flush on a write-through device only where an overwrite stays in place: a copy-on-write
+// file (or one whose filesystem is not known to overwrite in place, or ext4 data=journal)
+// needs the filesystem's commit whatever the cache.
+TEST(Cache, WriteThroughSkipsTheFlushOnlyForInPlaceOverwrites) {
+    struct row {
+        const char* fs;
+        bool cow;
+        const char* options;
+        bool flush;
+        const char* says;
+    };
+    for (const row& r : {row{"ext4", false, "rw,relatime", false, "write-through"},
+                         row{"xfs", false, "rw", false, "write-through"},
+                         row{"ext4", false, "rw,data=journal", true, "data=journal"},
+                         row{"btrfs", true, "rw", true, "copy on write"},
+                         row{"btrfs", false, "rw,nodatacow", true, "not known to overwrite"},
+                         row{"f2fs", false, "rw", true, "not known to overwrite"}}) {
+        auto c = ext4_on_loop();
+        c.fs->type = r.fs;
+        c.fs->cow = r.cow;
+        c.fs->mount_options = r.options;
+        c.cache.kernel = cache_mode::write_through;
+        assess(c, new_kernel);
+        EXPECT_EQ(c.cache.effective, cache_mode::write_through) << r.fs;
+        EXPECT_EQ(c.cache.flush_needed, r.flush) << r.fs << " " << r.options;
+        EXPECT_NE(c.cache.flush_reason.find(r.says), std::string::npos) << c.cache.flush_reason;
+    }
+}
+
 TEST(Methods, Ext4OnLoopFallsBackToWrites) {
     auto c = ext4_on_loop();
     assess(c, new_kernel);

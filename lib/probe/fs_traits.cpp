@@ -79,6 +79,11 @@ constexpr fs_traits tmpfs_row() {
     t.memory_only = true;
     return t;
 }
+constexpr fs_traits ramfs_row() {
+    fs_traits t = row("ramfs", RAMFS_MAGIC);
+    t.memory_only = true;
+    return t;
+}
 constexpr fs_traits fallocate_row(std::string_view type, std::uint64_t magic) {
     fs_traits t = row(type, magic);
     t.fallocate = fallocate_support::yes;
@@ -93,6 +98,7 @@ constexpr fs_traits fs_table[] = {
     xfs_row(),
     btrfs_row(),
     tmpfs_row(),
+    ramfs_row(),
     cow_row("bcachefs", bcachefs_magic, fallocate_support::yes),
     cow_row("zfs", zfs_magic, fallocate_support::unknown),
     row("fuse", fuse_magic),
