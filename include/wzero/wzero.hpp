@@ -223,6 +223,17 @@ struct cache_info {
     std::string dsync_overwrite_reason;
 };
 
+// One block device holding a file's data (or the block device itself), with its cache as that
+// device alone has it. A filesystem over several devices (btrfs) has one for each, and the
+// record's `cache` is then the most conservative answer over all of them.
+struct data_device {
+    device_info device;
+    std::optional<nvme_info> nvme;  // nullopt: not an NVMe namespace
+    // kernel, effective, fua and flush_needed of this device, with their reasons (the
+    // dsync_overwrite fields are the file's: in capabilities::cache only).
+    cache_info cache;
+};
+
 struct method_assessment {
     std::optional<bool> usable;  // nullopt: unknown (see reason)
     std::string reason;
@@ -243,9 +254,18 @@ struct capabilities {
     std::string kernel_release;
     std::optional<fs_info> fs;                   // nullopt for a raw block device
     std::optional<dio_alignment> dio;            // nullopt: O_DIRECT not supported here
-    std::optional<device_info> device;           // nullopt: no block device (tmpfs, fuse, ...)
-    write_zeroes_info write_zeroes;
-    std::optional<nvme_info> nvme;               // nullopt: not an NVMe namespace
+    // The block device holding the data; on a filesystem over several (btrfs), the first of
+    // `devices`. nullopt: none (tmpfs), or not known (the reason in unknown["device"]: a
+    // filesystem whose devices the record cannot name, never another mount's device).
+    std::optional<device_info> device;
+    // Every block device the data may be on, ordered by major:minor: one for a block device and
+    // for most filesystems, each device of a btrfs; empty when `device` is nullopt.
+    std::vector<data_device> devices;
+    write_zeroes_info write_zeroes;              // of `device`
+    std::optional<nvme_info> nvme;               // of `device`; nullopt: not an NVMe namespace
+    // Over all of `devices`: write-back if any is, FUA only if all have it, a flush needed if
+    // any needs one. Without a known device a flush is taken as needed, except on a
+    // filesystem that keeps data in memory only (tmpfs), where there is nothing to flush to.
     cache_info cache;
     std::map<zero_method, method_assessment> methods;
     std::optional<zero_method> recommended_method;

@@ -201,6 +201,74 @@ TEST(Cache, WriteThroughSkipsTheFlushOnlyForInPlaceOverwrites) {
     }
 }
 
+data_device loop_member(const char* path, std::uint32_t minor, cache_mode mode, bool fua) {
+    data_device d;
+    d.device.path = path;
+    d.device.disk = path;
+    d.device.kind = "loop";
+    d.device.major = 7;
+    d.device.minor = minor;
+    d.cache.kernel = mode;
+    d.cache.fua = fua;
+    return d;
+}
+
+capabilities btrfs_over(std::vector<data_device> devices) {
+    capabilities c;
+    c.path = "/mnt/b/f";
+    c.file_type = "regular";
+    c.fs = fs_info{};
+    c.fs->type = "btrfs";
+    c.fs->cow = true;
+    c.device = devices.front().device;
+    c.cache = devices.front().cache;
+    c.devices = std::move(devices);
+    return c;
+}
+
+// Several devices: a write may land on any (or all, mirrored), so the least safe decides.
+TEST(Cache, SeveralDevicesTheLeastSafeDecides) {
+    auto c = btrfs_over({loop_member("/dev/loop0", 0, cache_mode::write_through, true),
+                         loop_member("/dev/loop1", 1, cache_mode::write_back, false)});
+    assess(c, new_kernel);
+    EXPECT_EQ(c.devices[0].cache.effective, cache_mode::write_through);
+    EXPECT_EQ(c.devices[0].cache.flush_needed, false);
+    EXPECT_EQ(c.devices[1].cache.effective, cache_mode::write_back);
+    EXPECT_EQ(c.devices[1].cache.flush_needed, true);
+    EXPECT_EQ(c.cache.kernel, cache_mode::write_back);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_back);
+    EXPECT_EQ(c.cache.fua, false);  // FUA only if all have it
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("/dev/loop1"), std::string::npos) << c.cache.flush_reason;
+    EXPECT_EQ(c.cache.flush_reason.find("/dev/loop0 ("), std::string::npos) << c.cache.flush_reason;
+    EXPECT_NE(c.cache.effective_reason.find("2 devices"), std::string::npos) << c.cache.effective_reason;
+    // Never NVMe commands at FIEMAP addresses that cannot say which device they are on.
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+}
+
+TEST(Cache, SeveralDevicesAllWriteThrough) {
+    auto c = btrfs_over({loop_member("/dev/loop0", 0, cache_mode::write_through, true),
+                         loop_member("/dev/loop1", 1, cache_mode::write_through, true)});
+    assess(c, new_kernel);
+    EXPECT_EQ(c.cache.kernel, cache_mode::write_through);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_through);
+    EXPECT_EQ(c.cache.fua, true);
+    // No device needs a flush, yet a copy-on-write overwrite needs btrfs's commit.
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("copy on write"), std::string::npos) << c.cache.flush_reason;
+}
+
+TEST(Cache, SeveralDevicesOneUnknown) {
+    auto unknown = loop_member("/dev/loop1", 1, cache_mode::write_through, true);
+    unknown.cache.kernel.reset();
+    auto c = btrfs_over({loop_member("/dev/loop0", 0, cache_mode::write_through, true), unknown});
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.cache.effective);
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("/dev/loop1"), std::string::npos) << c.cache.flush_reason;
+}
+
 TEST(Methods, Ext4OnLoopFallsBackToWrites) {
     auto c = ext4_on_loop();
     assess(c, new_kernel);
