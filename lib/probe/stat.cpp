@@ -21,6 +21,8 @@
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -81,6 +83,13 @@ struct data_location {
     std::string why;             // for unknown["device"] when `devices` is empty
 };
 
+// xfs keeps a realtime file's data on its realtime device (mkfs -r rtdev=, mount -o rtdev=),
+// not on the device st_dev names; FIEMAP then gives offsets on that device.
+bool xfs_realtime_file(int fd) {
+    struct ::fsxattr fsx {};
+    return ::ioctl(fd, FS_IOC_FSGETXATTR, &fsx) == 0 && (fsx.fsx_xflags & FS_XFLAG_REALTIME) != 0;
+}
+
 // From the descriptor and the filesystem's own facts only: st_dev where it is the data's block
 // device; btrfs's own device list; nothing else. The mount's source is never taken for the
 // device: it names one device of a filesystem that may have several, or a device that is not
@@ -110,6 +119,12 @@ data_location locate_data(int fd, const std::string& path, const struct ::statx&
                               "does not resolve the devices of {}",
                               fs.type, fs.mount_point.empty() ? std::string("an unknown mount") : fs.mount_point,
                               stx.stx_dev_major, stx.stx_dev_minor, fs.type);
+        return loc;
+    }
+    if (fs.type == "xfs" && xfs_realtime_file(fd)) {
+        loc.why = fmt::format("xfs realtime file: its data is on the filesystem's realtime device, not on {}:{}, and "
+                              "the record does not resolve that device",
+                              stx.stx_dev_major, stx.stx_dev_minor);
         return loc;
     }
     loc.devices.push_back(st_dev);
