@@ -448,15 +448,27 @@ status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const prea
 result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                   verify_mode mode);
 
+// What the addresses FIEMAP gives for a file's extents are.
+enum class extent_addresses {
+    device,         // byte offsets on the record's one `device` (partition-relative): physical, lba
+    fs_logical,     // the filesystem's own logical addresses (btrfs: its chunk tree maps them to
+                    // its devices; a block may be on several, at other offsets): logical
+    unknown,        // the device under the file is not known, or there are several: neither
+};
+
 // One extent of a file's map, with the device addresses passthrough would use.
 struct mapped_extent {
     std::uint64_t offset = 0, length = 0;
     std::string kind;                       // written, unwritten, hole, shared, encoded, ...
     std::uint32_t flags = 0;                // FIEMAP_EXTENT_* as the kernel gave them
-    std::optional<std::uint64_t> physical;  // bytes from the start of the fs's block device
+    // Bytes from the start of the fs's block device; only where `addresses` is device.
+    std::optional<std::uint64_t> physical;
+    // FIEMAP's address where it is the filesystem's own, not a device offset (fs_logical).
+    std::optional<std::uint64_t> logical;
     std::optional<std::uint64_t> lba;       // namespace/disk LBA (partition start added)
     std::uint64_t nlb = 0;                  // blocks
     std::optional<bool> dealloc_aligned;    // on NPDA alignment and an NPDG multiple (NVMe only)
+    extent_addresses addresses = extent_addresses::device;  // the same for every extent of a file
 };
 // The extent map of [offset, offset + length) of a file (length 0: to the end of the file),
 // in one vector: memory grows with the number of extents (about 100 bytes each). For files

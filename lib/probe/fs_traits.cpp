@@ -71,6 +71,7 @@ constexpr fs_traits cow_row(std::string_view type, std::uint64_t magic, fallocat
 constexpr fs_traits btrfs_row() {
     fs_traits t = cow_row("btrfs", BTRFS_SUPER_MAGIC, fallocate_support::yes);
     t.nocow_per_file = true;
+    t.fiemap_logical = true;
     return t;
 }
 constexpr fs_traits tmpfs_row() {

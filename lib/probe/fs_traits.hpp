@@ -36,6 +36,9 @@ struct fs_traits {
     // and a pure overwrite needs no metadata: on a write-through device, writing the data
     // makes it durable (the record's cache.flush_needed may then be false).
     bool in_place_rezero = false;
+    // FIEMAP's physical addresses are the filesystem's own logical addresses, not offsets on a
+    // device (btrfs: its chunk tree maps them to one or more devices, each at its own offset).
+    bool fiemap_logical = false;
     // Implements FALLOC_FL_WRITE_ZEROES (Linux 6.17 merged it for ext4 and block devices).
     bool kernel_write_zeroes = false;
     fallocate_support fallocate = fallocate_support::unknown;

@@ -73,6 +73,8 @@ TEST(FsTraits, NamesWithATrait) {
     EXPECT_EQ(fs_names_with(&fs_traits::in_place_rezero), "ext4 or xfs");
     EXPECT_EQ(fs_names_with(&fs_traits::kernel_write_zeroes), "ext4");
     EXPECT_EQ(fs_names_with(&fs_traits::cow), "btrfs, bcachefs or zfs");
+    // Where FIEMAP's addresses are not device offsets (map's PHYSICAL and LBA empty).
+    EXPECT_EQ(fs_names_with(&fs_traits::fiemap_logical), "btrfs");
     EXPECT_EQ(fs_names_with(&fs_traits::memory_only), "tmpfs or ramfs");
 }
 
