@@ -209,13 +209,29 @@ struct cache_info {
     std::optional<cache_mode> effective;         // what the device really does
     std::string effective_reason;
     std::optional<bool> fua;                     // queue/fua
-    std::optional<bool> flush_needed;            // does a durable write need a cache flush?
+    // Does a durable write need a cache flush (fdatasync), or is writing the data to the device
+    // enough? false only when every device is write-through and, for a regular file, its
+    // filesystem overwrites written extents in place (ext4, xfs): a copy-on-write file needs
+    // the filesystem's commit whatever the cache. true, never nullopt, where the cache or the
+    // device is not known (the safe side); false on a memory filesystem (nothing to flush).
+    std::optional<bool> flush_needed;
     std::string flush_reason;
     // Regular files: is an O_DSYNC/RWF_DSYNC O_DIRECT overwrite of written extents sent as a
     // FUA write with no flush? true only on filesystems where this has been confirmed at the
     // device (wzero(1) lists them), nullopt elsewhere: never claimed from the kernel's word.
     std::optional<bool> dsync_overwrite_fua;
     std::string dsync_overwrite_reason;
+};
+
+// One block device holding a file's data (or the block device itself), with its cache as that
+// device alone has it. A filesystem over several devices (btrfs) has one for each, and the
+// record's `cache` is then the most conservative answer over all of them.
+struct data_device {
+    device_info device;
+    std::optional<nvme_info> nvme;  // nullopt: not an NVMe namespace
+    // kernel, effective, fua and flush_needed of this device, with their reasons (the
+    // dsync_overwrite fields are the file's: in capabilities::cache only).
+    cache_info cache;
 };
 
 struct method_assessment {
@@ -238,9 +254,18 @@ struct capabilities {
     std::string kernel_release;
     std::optional<fs_info> fs;                   // nullopt for a raw block device
     std::optional<dio_alignment> dio;            // nullopt: O_DIRECT not supported here
-    std::optional<device_info> device;           // nullopt: no block device (tmpfs, fuse, ...)
-    write_zeroes_info write_zeroes;
-    std::optional<nvme_info> nvme;               // nullopt: not an NVMe namespace
+    // The block device holding the data; on a filesystem over several (btrfs), the first of
+    // `devices`. nullopt: none (tmpfs), or not known (the reason in unknown["device"]: a
+    // filesystem whose devices the record cannot name, never another mount's device).
+    std::optional<device_info> device;
+    // Every block device the data may be on, ordered by major:minor: one for a block device and
+    // for most filesystems, each device of a btrfs; empty when `device` is nullopt.
+    std::vector<data_device> devices;
+    write_zeroes_info write_zeroes;              // of `device`
+    std::optional<nvme_info> nvme;               // of `device`; nullopt: not an NVMe namespace
+    // Over all of `devices`: write-back if any is, FUA only if all have it, a flush needed if
+    // any needs one. Without a known device a flush is taken as needed, except on a
+    // filesystem that keeps data in memory only (tmpfs), where there is nothing to flush to.
     cache_info cache;
     std::map<zero_method, method_assessment> methods;
     std::optional<zero_method> recommended_method;
@@ -466,15 +491,27 @@ status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const prea
 result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                   verify_mode mode);
 
+// What the addresses FIEMAP gives for a file's extents are.
+enum class extent_addresses {
+    device,         // byte offsets on the record's one `device` (partition-relative): physical, lba
+    fs_logical,     // the filesystem's own logical addresses (btrfs: its chunk tree maps them to
+                    // its devices; a block may be on several, at other offsets): logical
+    unknown,        // the device under the file is not known, or there are several: neither
+};
+
 // One extent of a file's map, with the device addresses passthrough would use.
 struct mapped_extent {
     std::uint64_t offset = 0, length = 0;
     std::string kind;                       // written, unwritten, hole, shared, encoded, ...
     std::uint32_t flags = 0;                // FIEMAP_EXTENT_* as the kernel gave them
-    std::optional<std::uint64_t> physical;  // bytes from the start of the fs's block device
+    // Bytes from the start of the fs's block device; only where `addresses` is device.
+    std::optional<std::uint64_t> physical;
+    // FIEMAP's address where it is the filesystem's own, not a device offset (fs_logical).
+    std::optional<std::uint64_t> logical;
     std::optional<std::uint64_t> lba;       // namespace/disk LBA (partition start added)
     std::uint64_t nlb = 0;                  // blocks
     std::optional<bool> dealloc_aligned;    // on NPDA alignment and an NPDG multiple (NVMe only)
+    extent_addresses addresses = extent_addresses::device;  // the same for every extent of a file
 };
 // The extent map of [offset, offset + length) of a file (length 0: to the end of the file),
 // in one vector: memory grows with the number of extents (about 100 bytes each). For files

@@ -5,6 +5,7 @@
 #include "extent/fiemap.hpp"
 #include "plan/zero_plan.hpp"
 #include "probe/file_kind.hpp"
+#include "probe/fs_traits.hpp"
 #include "probe/target.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
@@ -33,6 +34,12 @@ status map_extents_here(const std::string& path, std::uint64_t offset, std::uint
     if (length == 0) {
         return {};
     }
+    // FIEMAP's addresses are offsets on the record's device only where there is exactly one
+    // device and the filesystem does not map its own logical addresses onto its devices.
+    const bool fs_logical = caps->fs && fsprobe::fs_traits_of(caps->fs->type).fiemap_logical;
+    const extent_addresses addresses = fs_logical                                        ? extent_addresses::fs_logical
+                                       : caps->device && caps->devices.size() == 1 ? extent_addresses::device
+                                                                                         : extent_addresses::unknown;
     const std::uint32_t lbs = caps->nvme && caps->nvme->lba_bytes != 0 ? caps->nvme->lba_bytes
                               : caps->device && caps->device->logical_block_size != 0
                                   ? caps->device->logical_block_size
@@ -60,8 +67,13 @@ status map_extents_here(const std::string& path, std::uint64_t offset, std::uint
             m.length = e.length;
             m.kind = extent::to_string(e.type);
             m.flags = e.flags;
-            m.physical = e.physical;
-            if (e.physical && caps->device) {
+            m.addresses = addresses;
+            if (addresses == extent_addresses::fs_logical) {
+                m.logical = e.physical;
+            } else if (addresses == extent_addresses::device) {
+                m.physical = e.physical;
+            }
+            if (m.physical) {
                 m.lba = extent::to_lba(*e.physical, part, lbs);
                 m.nlb = e.length / lbs;
                 if (m.lba && geo.npdg_bytes && geo.npda_bytes) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace wz::plan {
@@ -85,20 +86,8 @@ static void assess_dsync_overwrite(capabilities& caps) {
                : fmt::format("{} over a queue without FUA: an O_DSYNC write is followed by a flush", fs);
 }
 
-void assess_cache(capabilities& caps) {
-    cache_info& c = caps.cache;
-    if (!caps.device) {
-        c.effective.reset();
-        c.flush_needed = false;
-        c.effective_reason = fmt::format("no block device under {} ({}): nothing to cache",
-                                         caps.path, caps.fs ? caps.fs->type : "?");
-        c.flush_reason = traits_of(caps).memory_only
-                             ? fmt::format("{} keeps data in memory only: fsync does nothing and nothing is durable",
-                                           caps.fs->type)
-                             : "no block device: the filesystem decides what fsync does";
-        return;
-    }
-    const auto& n = caps.nvme;
+void assess_device_cache(const device_info& dev, const std::optional<nvme_info>& n, cache_info& c,
+                         const unknown_reasons& unknown, const std::string& unknown_prefix) {
     if (n && n->vwc_present && !*n->vwc_present) {
         c.effective = cache_mode::write_through;
         c.effective_reason = "the controller has no volatile write cache (Identify Controller VWC bit 0 = 0)";
@@ -115,24 +104,23 @@ void assess_cache(capabilities& caps) {
     } else if (c.kernel) {
         c.effective = c.kernel;
         if (n) {
-            auto it = caps.unknown.find("nvme.vwc_enabled");
+            auto it = unknown.find(unknown_prefix + "nvme.vwc_enabled");
             c.effective_reason = fmt::format("as the kernel reports: the device's WCE could not be read ({})",
-                                             it != caps.unknown.end() ? it->second : "unknown");
-        } else if (caps.device->kind == "loop") {
+                                             it != unknown.end() ? it->second : "unknown");
+        } else if (dev.kind == "loop") {
             c.effective_reason = "as the kernel reports: a loop device's writes land in the backing file's page cache "
                                  "until it is flushed";
         } else {
-            c.effective_reason = fmt::format("as the kernel reports for {}", caps.device->disk);
+            c.effective_reason = fmt::format("as the kernel reports for {}", dev.disk);
         }
     } else {
         c.effective.reset();
         c.effective_reason = "the kernel's cache mode could not be read";
     }
 
-    assess_dsync_overwrite(caps);
     if (!c.effective) {
-        c.flush_needed.reset();
-        c.flush_reason = "cache mode unknown";
+        c.flush_needed = true;
+        c.flush_reason = "cache mode unknown: a flush is taken as needed (the safe side)";
     } else if (*c.effective == cache_mode::write_through) {
         c.flush_needed = false;
         c.flush_reason = "write-through: a completed write is on stable media, a flush would do nothing";
@@ -142,6 +130,128 @@ void assess_cache(capabilities& caps) {
                              ? "write-back: a durable write needs a flush, or FUA on each write (FUA supported)"
                              : "write-back without FUA: a durable write needs a flush";
     }
+}
+
+namespace {
+
+std::string mode_text(const std::optional<cache_mode>& m) { return m ? to_string(*m) : "unknown"; }
+
+// The answer of several devices holding one filesystem's data (btrfs), any of which a write
+// may land on (or all of them, for mirrored profiles): the least safe device decides each fact.
+void combine_device_caches(capabilities& caps) {
+    cache_info& c = caps.cache;
+    const auto& devs = caps.devices;
+    auto any = [&](auto pred) { return std::any_of(devs.begin(), devs.end(), pred); };
+    auto all = [&](auto pred) { return std::all_of(devs.begin(), devs.end(), pred); };
+    auto combine_mode = [&](std::optional<cache_mode> cache_info::*field) -> std::optional<cache_mode> {
+        if (any([&](const data_device& d) { return d.cache.*field == cache_mode::write_back; })) {
+            return cache_mode::write_back;
+        }
+        if (all([&](const data_device& d) { return d.cache.*field == cache_mode::write_through; })) {
+            return cache_mode::write_through;
+        }
+        return std::nullopt;
+    };
+    c.kernel = combine_mode(&cache_info::kernel);
+    c.effective = combine_mode(&cache_info::effective);
+    if (all([](const data_device& d) { return d.cache.fua == true; })) {
+        c.fua = true;
+    } else if (any([](const data_device& d) { return d.cache.fua == false; })) {
+        c.fua = false;
+    } else {
+        c.fua.reset();
+    }
+    std::string each;
+    for (const auto& d : devs) {
+        each += fmt::format("{}{} {}", each.empty() ? "" : ", ", d.device.path, mode_text(d.cache.effective));
+    }
+    const std::string fs = caps.fs ? caps.fs->type : std::string("the filesystem");
+    c.effective_reason = fmt::format("{} over {} devices ({}): {}", fs, devs.size(), each,
+                                     c.effective == cache_mode::write_back ? "write-back, as the least safe of them"
+                                     : c.effective                         ? "all write-through"
+                                                                           : "not known for all of them");
+    std::string needing;
+    for (const auto& d : devs) {
+        if (d.cache.flush_needed != false) {
+            needing += fmt::format("{}{} ({})", needing.empty() ? "" : "; ", d.device.path, d.cache.flush_reason);
+        }
+    }
+    if (needing.empty()) {
+        c.flush_needed = false;
+        c.flush_reason = fmt::format("none of the {} devices of {} needs one: all write-through", devs.size(), fs);
+    } else {
+        c.flush_needed = true;
+        c.flush_reason = fmt::format("a write may land on any of the {} devices of {}, and a flush is needed for {}",
+                                     devs.size(), fs, needing);
+    }
+}
+
+// Do pure overwrites of this file's written extents stay where they are, so that writing the
+// data (with no flush, on a write-through device) makes them durable? Only where confirmed:
+// ext4 and xfs (fs_traits::in_place_rezero), with no copy-on-write and data not journalled.
+std::optional<std::string> not_in_place(const capabilities& caps) {
+    if (file_kind_of(caps) != file_kind::regular) {
+        return std::nullopt;
+    }
+    if (!caps.fs) {
+        return std::string("the filesystem is not known");
+    }
+    if (caps.fs->cow) {
+        return fmt::format("{} writes this file's data out of place (copy on write): an overwrite is new metadata "
+                           "that only the filesystem's commit (fdatasync) makes durable",
+                           caps.fs->type);
+    }
+    if (!traits_of(caps).in_place_rezero) {
+        return fmt::format("{} is not known to overwrite written extents in place (only {} are): the filesystem's "
+                           "fdatasync is taken as needed",
+                           caps.fs->type, fsprobe::fs_names_with(&fsprobe::fs_traits::in_place_rezero));
+    }
+    if (caps.fs->mount_options.find("data=journal") != std::string::npos) {
+        return fmt::format("{} mounted data=journal: data goes through the journal, which only fdatasync commits",
+                           caps.fs->type);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+void assess_cache(capabilities& caps) {
+    for (std::size_t i = 0; i < caps.devices.size(); ++i) {
+        data_device& d = caps.devices[i];
+        assess_device_cache(d.device, d.nvme, d.cache, caps.unknown, device_unknown_prefix(i));
+    }
+    cache_info& c = caps.cache;
+    if (!caps.device) {
+        c.effective.reset();
+        if (traits_of(caps).memory_only) {
+            c.flush_needed = false;
+            c.effective_reason = fmt::format("no block device under {} ({}): nothing to cache", caps.path,
+                                             caps.fs->type);
+            c.flush_reason = fmt::format("{} keeps data in memory only: fsync does nothing and nothing is durable",
+                                         caps.fs->type);
+        } else {
+            auto it = caps.unknown.find("device");
+            c.effective_reason = fmt::format("the device under {} is not known ({})", caps.path,
+                                             it != caps.unknown.end() ? it->second : "no reason given");
+            c.flush_needed = true;
+            c.flush_reason = "the device and its cache are not known: a flush is taken as needed (the safe side)";
+        }
+    } else if (caps.devices.size() > 1) {
+        combine_device_caches(caps);
+    } else {
+        assess_device_cache(*caps.device, caps.nvme, c, caps.unknown, "");
+    }
+    if (caps.device && c.flush_needed == false) {
+        if (auto why = not_in_place(caps)) {
+            c.flush_needed = true;
+            c.flush_reason = fmt::format("{}, whatever the cache ({})", *why, mode_text(c.effective));
+        }
+    }
+    assess_dsync_overwrite(caps);
+}
+
+std::string device_unknown_prefix(std::size_t index) {
+    return index == 0 ? std::string() : fmt::format("devices[{}].", index);
 }
 
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in) {
@@ -186,6 +296,10 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
 method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in, bool with_deac) {
     if (!caps.device) {
         return no("no block device");
+    }
+    if (caps.devices.size() > 1) {
+        // FIEMAP's addresses cannot name one of them: never aim commands at a guess.
+        return no(fmt::format("the data is on {} devices: an extent's address does not say which", caps.devices.size()));
     }
     if (caps.device->kind == "dm" || caps.device->kind == "md") {
         return no(fmt::format("{} is a {} stack: the mapping to namespace LBAs is not known", caps.device->disk,

@@ -39,7 +39,19 @@ void assess(capabilities& caps, const assess_inputs& in);
 method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m);
 
 // Pieces of assess(), exposed for the unit tests.
+// The record's cache: each of caps.devices on its own (assess_device_cache), then the file's
+// answer: one device's, the least safe of several, the safe side where no device is known
+// (a flush needed, except on a memory filesystem), and a flush needed for a regular file
+// whose filesystem does not overwrite written extents in place, whatever the cache.
 void assess_cache(capabilities& caps);
+// One device's effective cache mode and whether a durable write to it needs a flush, from
+// the kernel's mode and, on NVMe, the controller's VWC and WCE; reasons looked up in `unknown`
+// under `unknown_prefix` (device_unknown_prefix).
+void assess_device_cache(const device_info& dev, const std::optional<nvme_info>& nvme, cache_info& cache,
+                         const unknown_reasons& unknown, const std::string& unknown_prefix);
+// Where the facts of caps.devices[index] that could not be read are keyed in caps.unknown:
+// "" for the first (the record's `device`), "devices[N]." for the others.
+std::string device_unknown_prefix(std::size_t index);
 method_assessment assess_kernel(const capabilities& caps, const assess_inputs& in);
 method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in, bool with_deac);
 method_assessment assess_zeroout(const capabilities& caps);

@@ -145,6 +145,130 @@ TEST(Cache, NoDeviceNeedsNoFlush) {
     EXPECT_EQ(c.recommended_method, zero_method::write);
 }
 
+// A device that cannot be named (NFS, FUSE, overlay, a btrfs whose devices were not found):
+// its cache is not known, and nothing may skip a flush on that.
+TEST(Cache, UnknownDeviceNeedsAFlush) {
+    for (const char* fs : {"nfs", "fuse", "overlay", "btrfs"}) {
+        capabilities c;
+        c.path = "/mnt/f";
+        c.file_type = "regular";
+        c.fs = fs_info{};
+        c.fs->type = fs;
+        c.unknown["device"] = "not resolved";
+        assess(c, new_kernel);
+        EXPECT_FALSE(c.cache.effective) << fs;
+        EXPECT_EQ(c.cache.flush_needed, true) << fs;
+        EXPECT_NE(c.cache.flush_reason.find("safe side"), std::string::npos) << c.cache.flush_reason;
+        EXPECT_NE(c.cache.effective_reason.find("not resolved"), std::string::npos) << c.cache.effective_reason;
+    }
+}
+
+TEST(Cache, UnreadableCacheModeNeedsAFlush) {
+    auto c = ext4_on_loop();
+    c.cache.kernel.reset();
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.cache.effective);
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("safe side"), std::string::npos) << c.cache.flush_reason;
+}
+
+// No flush on a write-through device only where an overwrite stays in place: a copy-on-write
+// file (or one whose filesystem is not known to overwrite in place, or ext4 data=journal)
+// needs the filesystem's commit whatever the cache.
+TEST(Cache, WriteThroughSkipsTheFlushOnlyForInPlaceOverwrites) {
+    struct row {
+        const char* fs;
+        bool cow;
+        const char* options;
+        bool flush;
+        const char* says;
+    };
+    for (const row& r : {row{"ext4", false, "rw,relatime", false, "write-through"},
+                         row{"xfs", false, "rw", false, "write-through"},
+                         row{"ext4", false, "rw,data=journal", true, "data=journal"},
+                         row{"btrfs", true, "rw", true, "copy on write"},
+                         row{"btrfs", false, "rw,nodatacow", true, "not known to overwrite"},
+                         row{"f2fs", false, "rw", true, "not known to overwrite"}}) {
+        auto c = ext4_on_loop();
+        c.fs->type = r.fs;
+        c.fs->cow = r.cow;
+        c.fs->mount_options = r.options;
+        c.cache.kernel = cache_mode::write_through;
+        assess(c, new_kernel);
+        EXPECT_EQ(c.cache.effective, cache_mode::write_through) << r.fs;
+        EXPECT_EQ(c.cache.flush_needed, r.flush) << r.fs << " " << r.options;
+        EXPECT_NE(c.cache.flush_reason.find(r.says), std::string::npos) << c.cache.flush_reason;
+    }
+}
+
+data_device loop_member(const char* path, std::uint32_t minor, cache_mode mode, bool fua) {
+    data_device d;
+    d.device.path = path;
+    d.device.disk = path;
+    d.device.kind = "loop";
+    d.device.major = 7;
+    d.device.minor = minor;
+    d.cache.kernel = mode;
+    d.cache.fua = fua;
+    return d;
+}
+
+capabilities btrfs_over(std::vector<data_device> devices) {
+    capabilities c;
+    c.path = "/mnt/b/f";
+    c.file_type = "regular";
+    c.fs = fs_info{};
+    c.fs->type = "btrfs";
+    c.fs->cow = true;
+    c.device = devices.front().device;
+    c.cache = devices.front().cache;
+    c.devices = std::move(devices);
+    return c;
+}
+
+// Several devices: a write may land on any (or all, mirrored), so the least safe decides.
+TEST(Cache, SeveralDevicesTheLeastSafeDecides) {
+    auto c = btrfs_over({loop_member("/dev/loop0", 0, cache_mode::write_through, true),
+                         loop_member("/dev/loop1", 1, cache_mode::write_back, false)});
+    assess(c, new_kernel);
+    EXPECT_EQ(c.devices[0].cache.effective, cache_mode::write_through);
+    EXPECT_EQ(c.devices[0].cache.flush_needed, false);
+    EXPECT_EQ(c.devices[1].cache.effective, cache_mode::write_back);
+    EXPECT_EQ(c.devices[1].cache.flush_needed, true);
+    EXPECT_EQ(c.cache.kernel, cache_mode::write_back);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_back);
+    EXPECT_EQ(c.cache.fua, false);  // FUA only if all have it
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("/dev/loop1"), std::string::npos) << c.cache.flush_reason;
+    EXPECT_EQ(c.cache.flush_reason.find("/dev/loop0 ("), std::string::npos) << c.cache.flush_reason;
+    EXPECT_NE(c.cache.effective_reason.find("2 devices"), std::string::npos) << c.cache.effective_reason;
+    // Never NVMe commands at FIEMAP addresses that cannot say which device they are on.
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
+    EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+}
+
+TEST(Cache, SeveralDevicesAllWriteThrough) {
+    auto c = btrfs_over({loop_member("/dev/loop0", 0, cache_mode::write_through, true),
+                         loop_member("/dev/loop1", 1, cache_mode::write_through, true)});
+    assess(c, new_kernel);
+    EXPECT_EQ(c.cache.kernel, cache_mode::write_through);
+    EXPECT_EQ(c.cache.effective, cache_mode::write_through);
+    EXPECT_EQ(c.cache.fua, true);
+    // No device needs a flush, yet a copy-on-write overwrite needs btrfs's commit.
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("copy on write"), std::string::npos) << c.cache.flush_reason;
+}
+
+TEST(Cache, SeveralDevicesOneUnknown) {
+    auto unknown = loop_member("/dev/loop1", 1, cache_mode::write_through, true);
+    unknown.cache.kernel.reset();
+    auto c = btrfs_over({loop_member("/dev/loop0", 0, cache_mode::write_through, true), unknown});
+    assess(c, new_kernel);
+    EXPECT_FALSE(c.cache.effective);
+    EXPECT_EQ(c.cache.flush_needed, true);
+    EXPECT_NE(c.cache.flush_reason.find("/dev/loop1"), std::string::npos) << c.cache.flush_reason;
+}
+
 TEST(Methods, Ext4OnLoopFallsBackToWrites) {
     auto c = ext4_on_loop();
     assess(c, new_kernel);

@@ -71,11 +71,17 @@ constexpr fs_traits cow_row(std::string_view type, std::uint64_t magic, fallocat
 constexpr fs_traits btrfs_row() {
     fs_traits t = cow_row("btrfs", BTRFS_SUPER_MAGIC, fallocate_support::yes);
     t.nocow_per_file = true;
+    t.fiemap_logical = true;
     return t;
 }
 constexpr fs_traits tmpfs_row() {
     fs_traits t = row("tmpfs", TMPFS_MAGIC);
     t.fallocate = fallocate_support::yes;
+    t.memory_only = true;
+    return t;
+}
+constexpr fs_traits ramfs_row() {
+    fs_traits t = row("ramfs", RAMFS_MAGIC);
     t.memory_only = true;
     return t;
 }
@@ -93,6 +99,7 @@ constexpr fs_traits fs_table[] = {
     xfs_row(),
     btrfs_row(),
     tmpfs_row(),
+    ramfs_row(),
     cow_row("bcachefs", bcachefs_magic, fallocate_support::yes),
     cow_row("zfs", zfs_magic, fallocate_support::unknown),
     row("fuse", fuse_magic),

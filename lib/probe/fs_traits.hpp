@@ -32,15 +32,20 @@ struct fs_traits {
     // mount with nodatacow (btrfs).
     bool nocow_per_file = false;
     // Written extents are overwritten in place at their device addresses, so NVMe Write
-    // Zeroes at those LBAs re-zeroes the file's data (FIEMAP physical = the data device's).
+    // Zeroes at those LBAs re-zeroes the file's data (FIEMAP physical = the data device's),
+    // and a pure overwrite needs no metadata: on a write-through device, writing the data
+    // makes it durable (the record's cache.flush_needed may then be false).
     bool in_place_rezero = false;
+    // FIEMAP's physical addresses are the filesystem's own logical addresses, not offsets on a
+    // device (btrfs: its chunk tree maps them to one or more devices, each at its own offset).
+    bool fiemap_logical = false;
     // Implements FALLOC_FL_WRITE_ZEROES (Linux 6.17 merged it for ext4 and block devices).
     bool kernel_write_zeroes = false;
     fallocate_support fallocate = fallocate_support::unknown;
     // An O_DSYNC O_DIRECT overwrite of written extents goes out as one FUA write with no
     // flush: confirmed at the device (QEMU trace, fstests host/009) on Linux 6.1 and 7.2.
     bool dsync_overwrite_fua = false;
-    // Data lives in memory only: fsync does nothing and nothing is durable (tmpfs).
+    // Data lives in memory only: fsync does nothing and nothing is durable (tmpfs, ramfs).
     bool memory_only = false;
     // The mount's fstype (libmount) names the filesystem better than the magic: ext2, ext3
     // and ext4 share one magic.

@@ -46,6 +46,7 @@ TEST(FsTraits, OneRowPerFilesystem) {
         {"bcachefs", true, false, false, false, false, fallocate_support::yes},
         {"zfs", true, false, false, false, false, fallocate_support::unknown},
         {"tmpfs", false, false, false, false, true, fallocate_support::yes},
+        {"ramfs", false, false, false, false, true, fallocate_support::unknown},
         {"f2fs", false, false, false, false, false, fallocate_support::yes},
         {"fuse", false, false, false, false, false, fallocate_support::unknown},
         {"unknown(0x4d44)", false, false, false, false, false, fallocate_support::unknown},
@@ -62,7 +63,8 @@ TEST(FsTraits, OneRowPerFilesystem) {
     EXPECT_TRUE(fs_traits_of("btrfs").nocow_per_file);
     EXPECT_FALSE(fs_traits_of("bcachefs").nocow_per_file);
     // Every row's name is the one its magic gives (the ext4 driver's rows: by the mount).
-    for (const char* type : {"ext4", "xfs", "btrfs", "tmpfs", "bcachefs", "zfs", "fuse", "nfs", "f2fs", "overlay"}) {
+    for (const char* type :
+         {"ext4", "xfs", "btrfs", "tmpfs", "ramfs", "bcachefs", "zfs", "fuse", "nfs", "f2fs", "overlay"}) {
         EXPECT_EQ(fs_type_name(fs_traits_of(type).magic), type);
     }
 }
@@ -71,6 +73,9 @@ TEST(FsTraits, NamesWithATrait) {
     EXPECT_EQ(fs_names_with(&fs_traits::in_place_rezero), "ext4 or xfs");
     EXPECT_EQ(fs_names_with(&fs_traits::kernel_write_zeroes), "ext4");
     EXPECT_EQ(fs_names_with(&fs_traits::cow), "btrfs, bcachefs or zfs");
+    // Where FIEMAP's addresses are not device offsets (map's PHYSICAL and LBA empty).
+    EXPECT_EQ(fs_names_with(&fs_traits::fiemap_logical), "btrfs");
+    EXPECT_EQ(fs_names_with(&fs_traits::memory_only), "tmpfs or ramfs");
 }
 
 // The O_DIRECT open is tried once per filesystem, again only on refresh.

@@ -25,6 +25,26 @@ json opt_mode(const std::optional<cache_mode>& m) {
     return m ? json(to_string(*m)) : json(nullptr);
 }
 
+json device_json(const device_info& d) {
+    return {{"path", d.path},
+            {"disk", d.disk},
+            {"kind", d.kind},
+            {"dev", fmt::format("{}:{}", d.major, d.minor)},
+            {"partition", d.partition},
+            {"partition_start_bytes", d.partition_start_bytes},
+            {"size_bytes", d.size_bytes},
+            {"logical_block_size", d.logical_block_size},
+            {"physical_block_size", d.physical_block_size},
+            {"max_hw_transfer_bytes", d.max_hw_transfer_bytes},
+            {"discard_granularity", d.discard_granularity},
+            {"discard_max_bytes", d.discard_max_bytes},
+            {"rotational", opt(d.rotational)},
+            {"io_poll", opt(d.io_poll)},
+            {"backing_file", d.backing_file.empty() ? json(nullptr) : json(d.backing_file)},
+            {"loop_direct_io", opt(d.loop_direct_io)},
+            {"slaves", d.slaves}};
+}
+
 }  // namespace
 
 std::string to_json(const capabilities& c, int indent) {
@@ -50,28 +70,19 @@ std::string to_json(const capabilities& c, int indent) {
     j["dio"] = c.dio ? json{{"mem_align", c.dio->mem_align}, {"offset_align", c.dio->offset_align},
                             {"source", c.dio->source}}
                      : json(nullptr);
-    if (c.device) {
-        const auto& d = *c.device;
-        j["device"] = {{"path", d.path},
-                       {"disk", d.disk},
-                       {"kind", d.kind},
-                       {"dev", fmt::format("{}:{}", d.major, d.minor)},
-                       {"partition", d.partition},
-                       {"partition_start_bytes", d.partition_start_bytes},
-                       {"size_bytes", d.size_bytes},
-                       {"logical_block_size", d.logical_block_size},
-                       {"physical_block_size", d.physical_block_size},
-                       {"max_hw_transfer_bytes", d.max_hw_transfer_bytes},
-                       {"discard_granularity", d.discard_granularity},
-                       {"discard_max_bytes", d.discard_max_bytes},
-                       {"rotational", opt(d.rotational)},
-                       {"io_poll", opt(d.io_poll)},
-                       {"backing_file", d.backing_file.empty() ? json(nullptr) : json(d.backing_file)},
-                       {"loop_direct_io", opt(d.loop_direct_io)},
-                       {"slaves", d.slaves}};
-    } else {
-        j["device"] = nullptr;
+    j["device"] = c.device ? device_json(*c.device) : json(nullptr);
+    json devices = json::array();
+    for (const auto& d : c.devices) {
+        json one = device_json(d.device);
+        one["cache"] = {{"kernel", opt_mode(d.cache.kernel)},
+                        {"effective", opt_mode(d.cache.effective)},
+                        {"effective_reason", d.cache.effective_reason},
+                        {"fua", opt(d.cache.fua)},
+                        {"flush_needed", opt(d.cache.flush_needed)},
+                        {"flush_reason", d.cache.flush_reason}};
+        devices.push_back(std::move(one));
     }
+    j["devices"] = std::move(devices);
     j["write_zeroes"] = {{"max_bytes", c.write_zeroes.max_bytes},
                          {"unmap", opt(c.write_zeroes.unmap)},
                          {"unmap_max_bytes", opt(c.write_zeroes.unmap_max_bytes)},

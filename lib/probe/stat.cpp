@@ -6,6 +6,7 @@
 
 #include "io/engine_select.hpp"
 #include "plan/assess.hpp"
+#include "probe/btrfs.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
 #include "probe/fs_traits.hpp"
@@ -20,6 +21,8 @@
 #include <wzero/wzero.hpp>
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -74,20 +77,72 @@ device_facts probe_device(dev_t devno) {
     return f;
 }
 
-// Which block device holds the data of a file on this filesystem.
-std::optional<dev_t> data_device(const struct ::statx& stx, const std::optional<fs_info>& fs) {
-    dev_t st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-    if (stx.stx_dev_major != 0) {
-        return st_dev;
+// Where a regular file's data is: the block devices, or why none can be named.
+struct data_location {
+    std::vector<dev_t> devices;  // empty: none, or not known (`why`)
+    std::string why;             // for unknown["device"] when `devices` is empty
+};
+
+// xfs keeps a realtime file's data on its realtime device (mkfs -r rtdev=, mount -o rtdev=),
+// not on the device st_dev names; FIEMAP then gives offsets on that device.
+bool xfs_realtime_file(int fd) {
+    struct ::fsxattr fsx {};
+    return ::ioctl(fd, FS_IOC_FSGETXATTR, &fsx) == 0 && (fsx.fsx_xflags & FS_XFLAG_REALTIME) != 0;
+}
+
+// From the descriptor and the filesystem's own facts only: st_dev where it is the data's block
+// device; btrfs's own device list; nothing else. The mount's source is never taken for the
+// device: it names one device of a filesystem that may have several, or a device that is not
+// where the data goes (an overlay's, a FUSE server's).
+data_location locate_data(int fd, const std::string& path, const struct ::statx& stx, const fs_info& fs) {
+    data_location loc;
+    const dev_t st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+    const fsprobe::fs_traits traits = fsprobe::fs_traits_of(fs.type);
+    if (traits.memory_only) {
+        loc.why = fmt::format("{} on {} keeps data in memory: no block device", fs.type, fs.mount_point);
+        return loc;
     }
-    // Anonymous st_dev (btrfs, overlay, tmpfs, ...): the mount source may be a block device.
-    if (fs && !fs->mount_source.empty() && fs->mount_source[0] == '/') {
-        struct ::stat st {};
-        if (::stat(fs->mount_source.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) {
-            return st.st_rdev;
+    if (fs.type == "btrfs") {
+        // Each subvolume (and on Linux 6.x the top level too) has an anonymous st_dev of its own.
+        auto b = btrfs::devices_of(fd, path, sysfs::tree());
+        if (!b) {
+            loc.why = fmt::format("btrfs: {}", b.error().message);
+            return loc;
+        }
+        for (const auto& m : b->devices) {
+            loc.devices.push_back(makedev(m.major, m.minor));
+        }
+        return loc;
+    }
+    if (stx.stx_dev_major == 0) {
+        loc.why = fmt::format("{} on {}: st_dev {}:{} is not a block device (an anonymous number), and the record "
+                              "does not resolve the devices of {}",
+                              fs.type, fs.mount_point.empty() ? std::string("an unknown mount") : fs.mount_point,
+                              stx.stx_dev_major, stx.stx_dev_minor, fs.type);
+        return loc;
+    }
+    if (fs.type == "xfs" && xfs_realtime_file(fd)) {
+        loc.why = fmt::format("xfs realtime file: its data is on the filesystem's realtime device, not on {}:{}, and "
+                              "the record does not resolve that device",
+                              stx.stx_dev_major, stx.stx_dev_minor);
+        return loc;
+    }
+    loc.devices.push_back(st_dev);
+    return loc;
+}
+
+device_facts facts_of(dev_t devno, bool refresh) {
+    {
+        std::lock_guard lock(cache_mutex);
+        auto it = device_cache.find(devno);
+        if (it != device_cache.end() && !refresh && (it->second.device || !it->second.unknown.empty())) {
+            return it->second;
         }
     }
-    return std::nullopt;
+    device_facts facts = probe_device(devno);
+    std::lock_guard lock(cache_mutex);
+    device_cache[devno] = facts;
+    return facts;
 }
 
 result<capabilities> stat_here(int fd, const std::string& path, const stat_options& options) {
@@ -109,10 +164,10 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
     }
     caps.file_type = record_name(kind);
 
-    std::optional<dev_t> devno;
+    std::vector<dev_t> devnos;
     if (kind == file_kind::regular) {
         caps.size_bytes = stx.stx_size;
-        auto fs = fsprobe::probe_fs(fd, path, makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh);
+        auto fs = fsprobe::probe_fs(fd, path, options.refresh, caps.unknown);
         if (!fs) {
             return fs.error();
         }
@@ -120,40 +175,49 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
         if (!caps.fs->fallocate) {
             caps.unknown["fs.fallocate"] = caps.fs->fallocate_reason;
         }
-        devno = data_device(stx, caps.fs);
-        if (!devno) {
-            caps.unknown["device"] = fmt::format("{} on {} is not backed by a block device", caps.fs->type,
-                                                 caps.fs->mount_point);
+        data_location loc = locate_data(fd, path, stx, *caps.fs);
+        devnos = std::move(loc.devices);
+        if (devnos.empty()) {
+            caps.unknown["device"] = std::move(loc.why);
         }
     } else {
-        devno = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+        devnos.push_back(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
     }
     if ((stx.stx_mask & STATX_DIOALIGN) != 0 && stx.stx_dio_mem_align != 0) {
         caps.dio = dio_alignment{stx.stx_dio_mem_align, stx.stx_dio_offset_align, "statx"};
     }
 
-    if (devno) {
-        device_facts facts;
-        {
-            std::lock_guard lock(cache_mutex);
-            auto it = device_cache.find(*devno);
-            if (it != device_cache.end() && !options.refresh) {
-                facts = it->second;
+    for (std::size_t i = 0; i < devnos.size(); ++i) {
+        device_facts facts = facts_of(devnos[i], options.refresh);
+        const std::string prefix = plan::device_unknown_prefix(i);
+        for (const auto& [k, v] : facts.unknown) {
+            caps.unknown[prefix + k] = v;
+        }
+        if (!facts.device) {
+            // One device of several that cannot be read leaves the record without a device,
+            // rather than with the others': their answer would not cover it.
+            caps.device.reset();
+            caps.devices.clear();
+            caps.nvme.reset();
+            caps.write_zeroes = {};
+            caps.cache = {};
+            if (devnos.size() > 1) {
+                caps.unknown["device"] = fmt::format("{}:{}, one of the {} devices under the file: {}",
+                                                     major(devnos[i]), minor(devnos[i]), devnos.size(),
+                                                     facts.unknown["device"]);
             }
+            break;
         }
-        if (!facts.device && facts.unknown.empty()) {
-            facts = probe_device(*devno);
-            std::lock_guard lock(cache_mutex);
-            device_cache[*devno] = facts;
+        if (i == 0) {
+            caps.device = facts.device;
+            caps.write_zeroes = facts.write_zeroes;
+            caps.nvme = facts.nvme;
+            caps.cache = facts.cache;
         }
-        caps.device = std::move(facts.device);
-        caps.write_zeroes = facts.write_zeroes;
-        caps.nvme = std::move(facts.nvme);
-        caps.cache = facts.cache;
-        caps.unknown.insert(facts.unknown.begin(), facts.unknown.end());
-        if (kind == file_kind::block && caps.device) {
-            caps.size_bytes = caps.device->size_bytes;
-        }
+        caps.devices.push_back(data_device{std::move(*facts.device), std::move(facts.nvme), facts.cache});
+    }
+    if (kind == file_kind::block && caps.device) {
+        caps.size_bytes = caps.device->size_bytes;
     }
 
     if ((stx.stx_mask & STATX_DIOALIGN) == 0) {
@@ -171,9 +235,11 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
                 ? fsprobe::direct_open_errno(makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh, try_open)
                 : try_open();
         if (open_err == 0) {
-            const std::uint32_t lbs = caps.device && caps.device->logical_block_size != 0
-                                          ? caps.device->logical_block_size
-                                          : 512;
+            // Over several devices (btrfs), the largest logical block: a direct write may go to any.
+            std::uint32_t lbs = 512;
+            for (const auto& d : caps.devices) {
+                lbs = std::max(lbs, d.device.logical_block_size);
+            }
             const auto fsb = static_cast<std::uint32_t>(caps.fs ? caps.fs->block_size : 0);
             caps.dio = dio_alignment{lbs, std::max(lbs, fsb), "block size"};
         } else {

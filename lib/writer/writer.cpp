@@ -69,7 +69,10 @@ result<bool> writer::impl::range_written() {
 }
 
 status writer::impl::choose_mode() {
-    const bool write_through = caps.cache.effective == cache_mode::write_through;
+    // flush_needed too: it is true for a write-through device under a file that is not
+    // overwritten in place (copy on write), and wherever the device is not known.
+    const bool write_through =
+        caps.cache.effective == cache_mode::write_through && caps.cache.flush_needed == false;
     const bool fua_ok = caps.cache.fua.value_or(false);
     auto written = range_written();
     if (!written) {
@@ -113,8 +116,9 @@ status writer::impl::choose_mode() {
             reason = fmt::format("{}{}",
                                  write_through ? "write-through, but the range has unwritten extents or holes: a "
                                                  "flush commits their conversion"
-                                               : "write-back cache without a FUA path here: one flush per group "
-                                                 "of writes",
+                                 : caps.cache.effective == cache_mode::write_through
+                                     ? caps.cache.flush_reason + ": one flush per group of writes"
+                                     : "write-back cache without a FUA path here: one flush per group of writes",
                                  file ? alone_note : "");
         }
         return {};
@@ -128,11 +132,11 @@ status writer::impl::choose_mode() {
                                                       path, offset, length));
         }
         if (!write_through && !options.allow_unsafe_through) {
-            return make_error_msg(EINVAL, fmt::format("writer {}: the cache is {} ({}): through would lose "
+            return make_error_msg(EINVAL, fmt::format("writer {}: the cache is {} ({}; {}): through would lose "
                                                       "durability (allow_unsafe_through overrides)",
                                                       path, caps.cache.effective ? to_string(*caps.cache.effective)
                                                                                  : "unknown",
-                                                      caps.cache.effective_reason));
+                                                      caps.cache.effective_reason, caps.cache.flush_reason));
         }
         reason = write_through ? "forced; write-through device" : "forced UNSAFE: the device cache is not write-through";
         break;

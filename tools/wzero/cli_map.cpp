@@ -48,7 +48,7 @@ void add_map_commands(CLI::App& app, map_args& m, verify_args& v) {
 namespace {
 
 enum map_column : std::size_t { col_offset, col_length, col_end, col_kind, col_flags, col_physical, col_lba, col_nlb,
-                                col_dealloc_aligned };
+                                col_dealloc_aligned, col_logical };
 
 const std::vector<column_info>& map_columns() {
     static const std::vector<column_info> columns = {
@@ -60,13 +60,17 @@ const std::vector<column_info>& map_columns() {
         {"FLAGS", column_type::number, true, 1, false,
          "FIEMAP_EXTENT_* flags as the kernel gave them (hexadecimal in text, a number in JSON)"},
         {"PHYSICAL", column_type::number, true, 1, false,
-         "bytes from the start of the filesystem's block device (none for a hole)"},
+         "bytes from the start of the filesystem's block device (none for a hole, and none where FIEMAP's addresses "
+         "are not offsets on one known device: btrfs, see LOGICAL)"},
         {"LBA", column_type::number, true, 1, false,
          "first logical block on the disk or NVMe namespace, the partition's start added (none where not known)"},
         {"NLB", column_type::number, true, 1, false, "number of logical blocks (none where LBA is none)"},
         {"DEALLOC-ALIGNED", column_type::boolean, false, 1, false,
          "on the NVMe namespace's deallocation alignment (NPDA) and a multiple of its granularity (NPDG); "
          "none off NVMe"},
+        {"LOGICAL", column_type::number, true, 1, false,
+         "the filesystem's own logical address of the extent where FIEMAP gives one instead of a device offset "
+         "(btrfs, which maps it to its devices itself); none elsewhere"},
     };
     return columns;
 }
@@ -97,6 +101,8 @@ std::optional<std::string> map_cell(const wz::mapped_extent& e, std::size_t colu
         return e.lba ? std::optional<std::string>(fmt::format("{}", e.nlb)) : std::nullopt;
     case col_dealloc_aligned:
         return e.dealloc_aligned ? std::optional<std::string>(*e.dealloc_aligned ? "1" : "0") : std::nullopt;
+    case col_logical:
+        return number(e.logical);
     default:
         return std::nullopt;
     }
@@ -114,6 +120,45 @@ std::vector<std::optional<std::string>> map_row(const wz::mapped_extent& e, cons
 
 // Rows printed at a time: libsmartcols holds every line of a table in memory.
 constexpr std::size_t map_chunk_rows = 1024;
+
+// What the map's addresses are: the JSON document's "addresses" (null for a range without
+// extents, where there is nothing to say), and why PHYSICAL and LBA are empty where they are.
+const char* addresses_name(wz::extent_addresses a) {
+    switch (a) {
+    case wz::extent_addresses::device: return "device";
+    case wz::extent_addresses::fs_logical: return "fs-logical";
+    case wz::extent_addresses::unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+// For the JSON document (`columns` false: its keys) or the note above a table (its columns).
+std::string addresses_reason(wz::extent_addresses a, bool columns) {
+    switch (a) {
+    case wz::extent_addresses::device:
+        return columns ? "offsets on the file's block device: PHYSICAL (partition-relative) and LBA"
+                       : "offsets on the file's block device: physical (partition-relative) and lba";
+    case wz::extent_addresses::fs_logical:
+        return fmt::format("FIEMAP gives the filesystem's own logical addresses (btrfs maps them to its devices, a "
+                           "block perhaps to several), not device offsets: {}",
+                           columns ? "PHYSICAL, LBA and NLB are empty; --output +LOGICAL shows them"
+                                   : "physical, lba and nlb are null; logical (--output +LOGICAL) holds them");
+    case wz::extent_addresses::unknown:
+        return fmt::format("the block device under the file is not known, or the data is on several devices "
+                           "(wzero stat --record says which): {}",
+                           columns ? "PHYSICAL, LBA and NLB are empty" : "physical, lba and nlb are null");
+    }
+    return {};
+}
+
+// The head of the JSON document: the addresses and their reason, then the table's array.
+std::string json_head(const table& tb, std::optional<wz::extent_addresses> a) {
+    std::string head = "{\n";
+    head += fmt::format("   \"addresses\": {},\n", a ? wz::dump_json(nlohmann::json(addresses_name(*a))) : "null");
+    head += fmt::format("   \"addresses_reason\": {},\n",
+                        a ? wz::dump_json(nlohmann::json(addresses_reason(*a, false))) : "null");
+    return head + tb.json_begin().substr(2);  // the table's own "{\n" dropped
+}
 
 }  // namespace
 
@@ -156,11 +201,20 @@ int run_map(const map_args& a) {
     bool output_failed = false;  // and a write of it failed
     bool widths_fixed = *format != table_format::human;
     bool need_widths = false;
+    std::optional<wz::extent_addresses> addresses;  // from the first extent: the same for all
+    const bool address_columns = std::any_of(selected->begin(), selected->end(), [](std::size_t c) {
+        return c == col_physical || c == col_lba || c == col_nlb || c == col_dealloc_aligned;
+    });
     std::string chunk;
     const auto flush = [&]() -> wz::status {
         chunk.clear();
         if (!started && *format == table_format::json) {
-            chunk = tb->json_begin();
+            chunk = json_head(*tb, addresses);
+        }
+        if (!started && *format != table_format::json && addresses && *addresses != wz::extent_addresses::device &&
+            address_columns) {
+            // Said once, before the table, on stderr: stdout stays the table that -r and -n promise.
+            print_error(fmt::format("map {}: {}", a.path, addresses_reason(*addresses, true)));
         }
         if (auto s = tb->print_chunk(chunk); !s.ok()) {
             return s;
@@ -171,6 +225,7 @@ int run_map(const map_args& a) {
         return s;
     };
     const auto on_extent = [&](const wz::mapped_extent& e) -> wz::status {
+        addresses = e.addresses;
         if (auto s = tb->add_row(map_row(e, *selected, *format)); !s.ok()) {
             return s;
         }

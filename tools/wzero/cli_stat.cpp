@@ -112,8 +112,17 @@ const std::vector<stat_column>& stat_columns() {
          [](const C& c) { return c.dio ? num(c.dio->offset_align) : std::nullopt; }},
         {str("DIO-SOURCE", "where the alignment comes from: statx, or block size"),
          from(&C::dio, [](const wz::dio_alignment& d) { return d.source; })},
-        {str("DEVICE", "the block device holding the data (none: tmpfs, FUSE, ...)"),
+        {str("DEVICE", "the block device holding the data, the first of DEVICES (none: tmpfs, or not known: FUSE, "
+                       "NFS, ...)"),
          from(&C::device, [](const D& d) { return d.path; })},
+        {str("DEVICES", "every block device the data may be on, separated by commas (one, or each device of a btrfs)"),
+         [](const C& c) {
+             std::string s;
+             for (const auto& d : c.devices) {
+                 s += (s.empty() ? "" : ",") + d.device.path;
+             }
+             return text(s);
+         }},
         {str("DISK", "the whole disk of DEVICE"), from(&C::device, [](const D& d) { return d.disk; })},
         {str("DEVKIND", "nvme, loop, dm, md, scsi, virtio, nullb or other"),
          from(&C::device, [](const D& d) { return d.kind; })},
