@@ -85,50 +85,59 @@ static void assess_dsync_overwrite(capabilities& caps) {
                : fmt::format("{} over a queue without FUA: an O_DSYNC write is followed by a flush", fs);
 }
 
+cache_verdict effective_cache(const capabilities& caps) {
+    cache_verdict v;
+    const cache_info& c = caps.cache;
+    if (!caps.device) {
+        v.reason = fmt::format("no block device under {} ({}): nothing to cache", caps.path,
+                               caps.fs ? caps.fs->type : "?");
+        return v;
+    }
+    const auto& n = caps.nvme;
+    if (n && n->vwc_present && !*n->vwc_present) {
+        v.effective = cache_mode::write_through;
+        v.reason = "the controller has no volatile write cache (Identify Controller VWC bit 0 = 0)";
+    } else if (n && n->vwc_present && n->vwc_enabled) {
+        if (*n->vwc_enabled) {
+            v.effective = cache_mode::write_back;
+            v.reason = "volatile write cache present and enabled (Get Features FID 06h: WCE = 1)";
+        } else {
+            v.effective = cache_mode::write_through;
+            v.reason = fmt::format(
+                "volatile write cache present but disabled (Get Features FID 06h: WCE = 0){}",
+                c.kernel == cache_mode::write_back ? "; Linux still reports \"write back\" and sends flushes" : "");
+        }
+    } else if (c.kernel) {
+        v.effective = c.kernel;
+        if (n) {
+            auto it = caps.unknown.find("nvme.vwc_enabled");
+            v.reason = fmt::format("as the kernel reports: the device's WCE could not be read ({})",
+                                   it != caps.unknown.end() ? it->second : "unknown");
+        } else if (caps.device->kind == "loop") {
+            v.reason = "as the kernel reports: a loop device's writes land in the backing file's page cache "
+                       "until it is flushed";
+        } else {
+            v.reason = fmt::format("as the kernel reports for {}", caps.device->disk);
+        }
+    } else {
+        v.reason = "the kernel's cache mode could not be read";
+    }
+    return v;
+}
+
 void assess_cache(capabilities& caps) {
     cache_info& c = caps.cache;
+    cache_verdict v = effective_cache(caps);
+    c.effective = v.effective;
+    c.effective_reason = std::move(v.reason);
     if (!caps.device) {
-        c.effective.reset();
         c.flush_needed = false;
-        c.effective_reason = fmt::format("no block device under {} ({}): nothing to cache",
-                                         caps.path, caps.fs ? caps.fs->type : "?");
         c.flush_reason = traits_of(caps).memory_only
                              ? fmt::format("{} keeps data in memory only: fsync does nothing and nothing is durable",
                                            caps.fs->type)
                              : "no block device: the filesystem decides what fsync does";
         return;
     }
-    const auto& n = caps.nvme;
-    if (n && n->vwc_present && !*n->vwc_present) {
-        c.effective = cache_mode::write_through;
-        c.effective_reason = "the controller has no volatile write cache (Identify Controller VWC bit 0 = 0)";
-    } else if (n && n->vwc_present && n->vwc_enabled) {
-        if (*n->vwc_enabled) {
-            c.effective = cache_mode::write_back;
-            c.effective_reason = "volatile write cache present and enabled (Get Features FID 06h: WCE = 1)";
-        } else {
-            c.effective = cache_mode::write_through;
-            c.effective_reason = fmt::format(
-                "volatile write cache present but disabled (Get Features FID 06h: WCE = 0){}",
-                c.kernel == cache_mode::write_back ? "; Linux still reports \"write back\" and sends flushes" : "");
-        }
-    } else if (c.kernel) {
-        c.effective = c.kernel;
-        if (n) {
-            auto it = caps.unknown.find("nvme.vwc_enabled");
-            c.effective_reason = fmt::format("as the kernel reports: the device's WCE could not be read ({})",
-                                             it != caps.unknown.end() ? it->second : "unknown");
-        } else if (caps.device->kind == "loop") {
-            c.effective_reason = "as the kernel reports: a loop device's writes land in the backing file's page cache "
-                                 "until it is flushed";
-        } else {
-            c.effective_reason = fmt::format("as the kernel reports for {}", caps.device->disk);
-        }
-    } else {
-        c.effective.reset();
-        c.effective_reason = "the kernel's cache mode could not be read";
-    }
-
     assess_dsync_overwrite(caps);
     if (!c.effective) {
         c.flush_needed.reset();
