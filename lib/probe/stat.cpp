@@ -11,6 +11,7 @@
 #include "probe/fs_traits.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
+#include "probe/write_cache.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
 #include "util/privilege.hpp"
@@ -29,6 +30,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 
@@ -42,10 +44,30 @@ struct device_facts {
     std::optional<nvme_info> nvme;
     cache_info cache;
     unknown_reasons unknown;
+    // When the write-cache facts (nvme.vwc_enabled, cache.kernel) were read (the start of the
+    // probe or re-read), and the effective cache they give (plan::effective_cache).
+    probe::cache_clock::time_point cache_read_at;
+    plan::cache_verdict cache_verdict;
 };
 
 std::mutex cache_mutex;
 std::unordered_map<dev_t, device_facts> device_cache;
+
+// The verdict of the facts as they are now.
+void settle_cache_verdict(device_facts& f) {
+    if (!f.device) {
+        auto it = f.unknown.find("device");
+        f.cache_verdict = {std::nullopt, fmt::format("the block device is unknown: {}",
+                                                     it != f.unknown.end() ? it->second : "not found")};
+        return;
+    }
+    capabilities c;
+    c.device = f.device;
+    c.nvme = f.nvme;
+    c.cache = f.cache;
+    c.unknown = f.unknown;
+    f.cache_verdict = plan::effective_cache(c);
+}
 
 const std::string& kernel_release() {
     static const std::string release = [] {
@@ -57,6 +79,7 @@ const std::string& kernel_release() {
 
 device_facts probe_device(dev_t devno) {
     device_facts f;
+    f.cache_read_at = probe::cache_clock::now();
     sysfs::tree sys;
     auto node = sysfs::find_block_node(sys, major(devno), minor(devno));
     if (!node) {
@@ -71,7 +94,35 @@ device_facts probe_device(dev_t devno) {
         f.nvme = std::move(n);
     }
     f.device = std::move(dev);
+    settle_cache_verdict(f);
     return f;
+}
+
+// Reads the write-cache facts of F again (see probe/write_cache.hpp): WCE where the controller
+// has a volatile write cache, and the kernel's queue/write_cache of the disk.
+void reread_cache_facts(device_facts& f) {
+    if (f.nvme && f.nvme->vwc_present.value_or(false)) {
+        auto wce = nvme::reread_wce(*f.nvme);
+        f.nvme->vwc_enabled = wce.enabled;
+        if (wce.enabled) {
+            f.unknown.erase("nvme.vwc_enabled");
+        } else {
+            f.unknown["nvme.vwc_enabled"] = std::move(wce.why_not);
+        }
+    }
+    if (f.device) {
+        const std::string& disk = f.device->disk;
+        const std::string attr = "block/" + disk.substr(disk.rfind('/') + 1) + "/queue/write_cache";
+        sysfs::tree sys;
+        auto text = sys.read(attr);
+        f.cache.kernel = text ? sysfs::parse_write_cache(*text) : std::nullopt;
+        if (f.cache.kernel) {
+            f.unknown.erase("cache.kernel");
+        } else {
+            f.unknown["cache.kernel"] = fmt::format("/sys/{} is not readable", attr);
+        }
+    }
+    settle_cache_verdict(f);
 }
 
 // Which block device holds the data of a file on this filesystem.
@@ -219,6 +270,77 @@ result<capabilities> stat_here(const std::string& path, const stat_options& opti
 }
 
 }  // namespace
+
+namespace probe {
+
+namespace {
+
+// One re-read at a time, whatever the device: they are rare (one per device per max age at
+// most), and a caller that waited finds the answer it waited for fresh.
+std::mutex reread_mutex;
+
+cache_reading reading_of(const device_facts& f, bool reread) {
+    return {f.cache_verdict.effective, f.cache_verdict.reason, f.cache_read_at, reread};
+}
+
+bool fresh(const device_facts& f, cache_clock::duration max_age, cache_clock::time_point now) {
+    return f.device && now - f.cache_read_at <= max_age;
+}
+
+}  // namespace
+
+cache_reading device_write_cache(dev_t devno, cache_clock::duration max_age) {
+    {
+        std::lock_guard lock(cache_mutex);
+        auto it = device_cache.find(devno);
+        if (it != device_cache.end() && fresh(it->second, max_age, cache_clock::now())) {
+            return reading_of(it->second, false);
+        }
+    }
+    std::lock_guard one(reread_mutex);
+    device_facts f;
+    {
+        std::lock_guard lock(cache_mutex);
+        auto it = device_cache.find(devno);
+        if (it != device_cache.end()) {
+            if (fresh(it->second, max_age, cache_clock::now())) {
+                return reading_of(it->second, false);
+            }
+            f = it->second;
+        }
+    }
+    if (!f.device) {
+        // Never probed here, or probed without finding the device: all of it, once more.
+        f = probe_device(devno);
+        std::lock_guard lock(cache_mutex);
+        device_cache[devno] = f;
+        return reading_of(f, true);
+    }
+    f.cache_read_at = cache_clock::now();
+    reread_cache_facts(f);
+    std::lock_guard lock(cache_mutex);
+    device_facts& held = device_cache[devno];
+    if (held.cache_read_at < f.cache_read_at) {
+        // Only the cache facts: a wz::stat with refresh may have replaced the rest meanwhile.
+        if (held.nvme && f.nvme) {
+            held.nvme->vwc_enabled = f.nvme->vwc_enabled;
+        }
+        held.cache.kernel = f.cache.kernel;
+        for (const char* key : {"nvme.vwc_enabled", "cache.kernel"}) {
+            if (auto u = f.unknown.find(key); u != f.unknown.end()) {
+                held.unknown[key] = u->second;
+            } else {
+                held.unknown.erase(key);
+            }
+        }
+        held.cache_read_at = f.cache_read_at;
+        settle_cache_verdict(held);
+        return reading_of(held, true);
+    }
+    return reading_of(held, false);  // a whole probe since ours started is the fresher answer
+}
+
+}  // namespace probe
 
 // The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors): in
 // a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.
