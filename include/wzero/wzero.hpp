@@ -259,6 +259,33 @@ result<capabilities> stat(const std::string& path, const stat_options& options =
 // The same for an open file descriptor; `path` is used in messages and the record only.
 result<capabilities> stat(int fd, const std::string& path, const stat_options& options = {});
 
+// The write cache as it is now, for durability that rests on "write-through" (a
+// sync_file_range without a flush, O_DIRECT writes without FUA): the record's cache.effective,
+// which an administrator's `nvme set-feature -f 6 -v 1`, a vendor tool or a controller reset
+// can turn write-back at any time without Linux noticing.
+struct write_cache_state {
+    std::optional<cache_mode> effective;  // as capabilities::cache.effective; nullopt: unknown
+    std::string reason;                   // as capabilities::cache.effective_reason
+    std::chrono::nanoseconds age{0};      // since the read this answer rests on started
+    bool reread = false;                  // read during this call (a device command or sysfs), not held
+};
+
+// The maximum age the library's users of "write-through" allow the answer at an
+// acknowledgement.
+inline constexpr std::chrono::milliseconds default_cache_max_age{100};
+
+// The effective write cache of the device under FD (a regular file's data device, or the block
+// device itself), re-read when the answer held for that device was read more than MAX_AGE ago
+// (0: always): one Get Features FID 06h on an NVMe namespace whose controller has a volatile
+// write cache (CAP_SYS_ADMIN; without it the answer is unknown), and the kernel's
+// queue/write_cache. The answer is held per device for the whole process and shared with
+// wz::stat and the writer: a fresh one costs no I/O (a statx and a table look-up). The first
+// call for a filesystem resolves its device with a whole stat(). Ask after the data reached the
+// device (sync_file_range returned) and before acknowledging it: if the answer is not
+// write-through, flush (fdatasync). PATH is for messages.
+result<write_cache_state> write_cache(int fd, const std::string& path,
+                                      std::chrono::nanoseconds max_age = default_cache_max_age);
+
 // The record as JSON text (stable keys, documented in wzero(1)).
 [[nodiscard]] std::string to_json(const capabilities& caps, int indent = 2);
 

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -52,6 +53,15 @@ struct device_facts {
 
 std::mutex cache_mutex;
 std::unordered_map<dev_t, device_facts> device_cache;
+
+// The data device of a regular file's filesystem, as stat_here resolved it, by the file's
+// (st_dev, mount id): what wz::write_cache asks about without a whole stat per call. The mount
+// id keeps an anonymous st_dev that a later mount reuses from naming the earlier one's device.
+struct file_device {
+    std::optional<dev_t> devno;
+    std::string no_device_reason;  // without a device: the record's effective_reason
+};
+std::map<std::pair<dev_t, std::uint64_t>, file_device> file_devices;  // under cache_mutex
 
 // The verdict of the facts as they are now.
 void settle_cache_verdict(device_facts& f) {
@@ -143,7 +153,7 @@ std::optional<dev_t> data_device(const struct ::statx& stx, const std::optional<
 
 result<capabilities> stat_here(int fd, const std::string& path, const stat_options& options) {
     struct ::statx stx {};
-    if (::statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN, &stx) != 0) {
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN | STATX_MNT_ID, &stx) != 0) {
         return make_error("statx", path, errno);
     }
     capabilities caps;
@@ -243,6 +253,15 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
         in.io_uring_refused = io::probe_io_uring();
     }
     plan::assess(caps, in);
+    if (kind == file_kind::regular && (stx.stx_mask & STATX_MNT_ID) != 0) {
+        file_device fdev;
+        fdev.devno = devno;
+        if (!devno) {
+            fdev.no_device_reason = caps.cache.effective_reason;
+        }
+        std::lock_guard lock(cache_mutex);
+        file_devices[{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_mnt_id}] = std::move(fdev);
+    }
     return caps;
 }
 
@@ -341,6 +360,79 @@ cache_reading device_write_cache(dev_t devno, cache_clock::duration max_age) {
 }
 
 }  // namespace probe
+
+result<write_cache_state> write_cache(int fd, const std::string& path, std::chrono::nanoseconds max_age) {
+    if (max_age.count() < 0) {
+        return make_error_msg(EINVAL, fmt::format("write cache {}: the maximum age must not be negative ({} ns)",
+                                                  path, max_age.count()));
+    }
+    const auto called = probe::cache_clock::now();
+    struct ::statx stx {};
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MNT_ID, &stx) != 0) {
+        return make_error("statx", path, errno);
+    }
+    const file_kind kind = file_kind_of(stx.stx_mode);
+    std::optional<dev_t> devno;
+    if (kind == file_kind::block) {
+        devno = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+        bool known = false;
+        {
+            std::lock_guard lock(cache_mutex);
+            auto it = device_cache.find(*devno);
+            known = it != device_cache.end() && it->second.device;
+        }
+        if (!known) {
+            // Probed whole by the record, whose opens and closes keep the process's locks.
+            if (auto caps = stat(fd, path); !caps) {
+                return caps.error();
+            }
+        }
+    } else if (kind == file_kind::regular) {
+        if ((stx.stx_mask & STATX_MNT_ID) == 0) {
+            return make_error_msg(ENOTSUP, fmt::format("write cache {}: statx gives no mount id (Linux 5.8+)",
+                                                       path));
+        }
+        const std::pair<dev_t, std::uint64_t> key{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_mnt_id};
+        std::optional<file_device> known;
+        {
+            std::lock_guard lock(cache_mutex);
+            if (auto it = file_devices.find(key); it != file_devices.end()) {
+                known = it->second;
+            }
+        }
+        if (!known) {
+            // The first question about this filesystem: the record resolves its device (and
+            // files it under the key).
+            auto caps = stat(fd, path);
+            if (!caps) {
+                return caps.error();
+            }
+            known.emplace();
+            if (caps->device) {
+                known->devno = makedev(caps->device->major, caps->device->minor);
+            } else {
+                known->no_device_reason = caps->cache.effective_reason;
+            }
+        }
+        if (!known->devno) {
+            write_cache_state st;
+            st.reason = known->no_device_reason;
+            return st;
+        }
+        devno = known->devno;
+    } else {
+        return make_error_msg(kind == file_kind::directory ? EISDIR : EINVAL,
+                              fmt::format("write cache {}: {} (expected a regular file or a block device)", path,
+                                          describe(kind)));
+    }
+    const probe::cache_reading r = probe::device_write_cache(*devno, max_age);
+    write_cache_state st;
+    st.effective = r.effective;
+    st.reason = r.reason;
+    st.age = std::chrono::duration_cast<std::chrono::nanoseconds>(probe::cache_clock::now() - r.read_at);
+    st.reread = r.reread || r.read_at >= called;  // also the first read, by the stat above
+    return st;
+}
 
 // The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors): in
 // a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.
