@@ -191,8 +191,7 @@ struct wz_cache_state {
 };
 #define WZ_WRITE_CACHE_REREAD 0x1u /* this call read the cache again (a device command or sysfs) */
 
-/* The maximum age of the answer the library's users of "write-through" allow at an
- * acknowledgement. */
+/* The maximum age of the answer the library's writer and plugins allow at an acknowledgement. */
 #define WZ_WRITE_CACHE_MAX_AGE_NS 100000000ull
 
 /* The effective write cache of the device under FD (a regular file's data device, or the block
@@ -254,6 +253,10 @@ struct wz_writer_counters {
     double p50_us; /* call (or submit) to durable */
     double p99_us;
     double p999_us;
+    /* Mode WZ_DURABILITY_THROUGH: re-reads of the write cache this writer made, and its moves
+     * out of that mode because the cache was no longer write-through (since WZERO_0.5). */
+    uint64_t cache_rereads;
+    uint64_t mode_changes;
 };
 
 /* Opens a durable writer over [offset, offset + length) of PATH (a file or block device). */

@@ -270,8 +270,8 @@ struct write_cache_state {
     bool reread = false;                  // read during this call (a device command or sysfs), not held
 };
 
-// The maximum age the library's users of "write-through" allow the answer at an
-// acknowledgement.
+// The maximum age the writer and the plugins allow an answer at an acknowledgement: a write
+// acknowledged more than this after the cache turned on is covered by FUA or a flush.
 inline constexpr std::chrono::milliseconds default_cache_max_age{100};
 
 // The effective write cache of the device under FD (a regular file's data device, or the block
@@ -522,6 +522,13 @@ struct writer_options {
     // Asynchronous API: the io_uring's size, and the most writes submit() keeps in flight.
     unsigned queue_depth = 128;
     completion_options completion;
+    // Mode `through` rests on a write-through cache that can turn write-back under the writer
+    // (Set Features FID 06h, a vendor tool, a controller reset): before acknowledging a write,
+    // the writer re-reads the cache (wz::write_cache) when its answer is older than this (0:
+    // before every acknowledgement). On a cache no longer write-through (or unknown) it moves
+    // to fua or flush, and one flush covers every write it acknowledged before. Not with
+    // allow_unsafe_through, which stays in `through` whatever the cache does.
+    std::chrono::nanoseconds cache_max_age = default_cache_max_age;
 };
 
 struct writer_stats {
@@ -542,6 +549,11 @@ struct writer_stats {
     // means nothing (its threads block in pwrite; complete() waits count as blocking_waits)
     // and NVMe commands go through the ioctl.
     std::string engine;
+    // Mode `through`: re-reads of the write cache this writer made (Get Features FID 06h or
+    // sysfs; an answer another user of the device read fresh enough is not counted), and the
+    // moves out of `through` it made because the cache was no longer write-through.
+    std::uint64_t cache_rereads = 0;
+    std::uint64_t mode_changes = 0;
 };
 
 // One write finished by writer::complete(): durable in the writer's mode, or failed.
@@ -587,14 +599,17 @@ public:
     // one flush serves every write completed before it (group commit).
     result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete = 1);
     [[nodiscard]] std::size_t in_flight() const noexcept;
+    // The mode in use and why. Both change when a writer in `through` finds the write cache
+    // no longer write-through (writer_options::cache_max_age): the reason then starts "moved
+    // from through to". A reason returned stays valid until refresh(), however often it moves.
     [[nodiscard]] durability_mode mode() const noexcept;
     [[nodiscard]] const std::string& reason() const noexcept;
     [[nodiscard]] std::uint32_t alignment() const noexcept;
     [[nodiscard]] completion_mode completion() const noexcept;
     [[nodiscard]] writer_stats stats() const;
     // Re-reads the device's write cache (e.g. after Set Features FID 06h) and re-picks the
-    // mode; a cache turned on never leaves the writer in `through`. Not concurrently with
-    // pwrite() on the same writer.
+    // mode; a cache turned on never leaves the writer in `through`. The only way back into
+    // `through` after a move out of it. Not concurrently with pwrite() on the same writer.
     status refresh();
     // Closes, returning the error a user of durable writes must see.
     status close();

@@ -440,6 +440,22 @@ static void test_writer_io(const char *file, struct wz_writer *w) {
     check(st.writes == 10 && st.bytes == 11 * (uint64_t)align,
           "wz_writer_stats counts 10 writes (pwritev is one) of 11 blocks");
     check(st.reserved == 0 && st.p50_us > 0 && st.p99_us >= st.p50_us, "wz_writer_stats latencies");
+    /* Nothing moved this writer out of a mode; re-reads happen in mode through only. */
+    check(st.mode_changes == 0 && (mode == WZ_DURABILITY_THROUGH || st.cache_rereads == 0),
+          "wz_writer_stats: no mode change, no cache re-read outside through");
+    {
+        /* A caller built against the first struct (up to p999_us): filled that far only. */
+        union {
+            struct wz_writer_counters c;
+            unsigned char bytes[sizeof(struct wz_writer_counters)];
+        } first;
+        const size_t first_size = offsetof(struct wz_writer_counters, cache_rereads);
+        memset(&first, 0xee, sizeof first);
+        first.c.size = (uint32_t)first_size;
+        check(wz_writer_stats(w, &first.c) == 0 && first.c.writes == 10, "wz_writer_stats with the first struct size");
+        check(first.bytes[first_size] == 0xee && first.bytes[sizeof first.bytes - 1] == 0xee,
+              "wz_writer_stats leaves what follows the first struct as it was");
+    }
     check(wz_writer_refresh(w) == 0, "wz_writer_refresh");
     /* Not while asynchronous writes are in flight (wz_writer_refresh(3)): the mode they were
      * queued under must hold until they are handed back. */
