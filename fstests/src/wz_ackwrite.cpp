@@ -5,6 +5,7 @@
 //   wz_ackwrite verify [options] PATH ACKS   read every acknowledged block back, count
 //   wz_ackwrite refresh [options] PATH [--then CMD]...   the mode before/after each CMD
 //   wz_ackwrite errors PATH              the writer's error answers, one line each
+//   wz_ackwrite cache PATH [--then CMD]...   wz::write_cache: held and re-read answers
 //
 // Every block written carries a self-describing pattern: 128 records of 32 bytes, each
 // {magic "WZACKv1", run id, sequence number, byte offset} (little-endian u64s), so a block
@@ -108,7 +109,11 @@ void print_usage() {
         "      \"wzstep N end\" around the N-th write (from 0) in trace_marker, so that the\n"
         "      device's commands for that write can be counted in the trace.\n"
         "  wz_ackwrite errors PATH\n"
-        "      the writer's answers to bad requests, one \"CASE: ERRNO: message\" line each.\n",
+        "      the writer's answers to bad requests, one \"CASE: ERRNO: message\" line each.\n"
+        "  wz_ackwrite cache PATH [--then CMD]...\n"
+        "      wz::write_cache on PATH (opened read-only): the answer with a maximum age of an hour\n"
+        "      (the one held), then for each CMD, after running it (sh -c), the answer with an hour\n"
+        "      and with 0 (read again); one \"LABEL: EFFECTIVE, reread yes|no\" line each.\n",
         stdout);
 }
 
@@ -953,6 +958,43 @@ int run_errors(const std::string& path) {
 }
 
 // ---------------------------------------------------------------------------
+// cache
+// ---------------------------------------------------------------------------
+
+void print_cache(const char* label, int fd, const std::string& path, std::chrono::nanoseconds max_age) {
+    auto c = wz::write_cache(fd, path, max_age);
+    if (!c) {
+        std::printf("%s: failed: %s: %s\n", label, code_name(c.error().code).c_str(), c.error().message.c_str());
+        return;
+    }
+    std::printf("%s: %s, reread %s\n", label, c->effective ? wz::to_string(*c->effective) : "unknown",
+                c->reread ? "yes" : "no");
+    std::fprintf(stderr, "wz_ackwrite: %s: %s (age %.3f ms)\n", label, c->reason.c_str(),
+                 std::chrono::duration<double, std::milli>(c->age).count());
+}
+
+int run_cache(const std::string& path, const std::vector<std::string>& steps) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        std::fprintf(stderr, "wz_ackwrite: open %s: %s\n", path.c_str(), std::strerror(errno));
+        return exit_failure;
+    }
+    constexpr std::chrono::hours hour{1};
+    print_cache("first (max age 1 h)", fd, path, hour);
+    print_cache("again (max age 1 h)", fd, path, hour);
+    for (const auto& cmd : steps) {
+        std::fflush(stdout);
+        const int rc = std::system(cmd.c_str());
+        std::printf("after '%s' (exit %d)\n", cmd.c_str(), WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+        print_cache("  max age 1 h", fd, path, hour);
+        print_cache("  max age 0", fd, path, std::chrono::nanoseconds(0));
+        print_cache("  max age 1 h, after", fd, path, hour);
+    }
+    ::close(fd);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
 
 std::uint64_t default_run_id() {
     const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -1068,6 +1110,12 @@ int main(int argc, char** argv) {
             usage_error("refresh takes one PATH");
         }
         return run_refresh(pos[0], w.options, steps, w.trace_marker);
+    }
+    if (cmd == "cache") {
+        if (pos.size() != 1) {
+            usage_error("cache takes one PATH");
+        }
+        return run_cache(pos[0], steps);
     }
     if (cmd == "errors") {
         if (pos.size() != 1) {
