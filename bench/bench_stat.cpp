@@ -2,14 +2,20 @@
 // Benchmark: how long wz::stat() takes cold (device facts re-probed: sysfs, and on NVMe
 // the Identify/Get Features admin commands) and cached (per-device facts reused; the
 // per-file statx/statfs/mount lookup still runs). Reports medians and p99 of one run.
+// With --write-cache: wz::write_cache() instead, held (an answer younger than the maximum
+// age: no I/O) and re-read (maximum age 0: Get Features FID 06h on NVMe, sysfs elsewhere).
 //
-//   wzero_bench_stat [--json] [PATH...]      (default: this binary's own file)
+//   wzero_bench_stat [--json] [--write-cache] [PATH...]      (default: this binary's own file)
 
 #include <wzero/wzero.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -42,20 +48,78 @@ stats measure(const std::string& path, bool refresh, int iterations) {
     return {at(0.5), at(0.99), us.front()};
 }
 
+stats measure_write_cache(int fd, const std::string& path, std::chrono::nanoseconds max_age, int iterations) {
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(iterations));
+    for (int i = 0; i < iterations; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto r = wz::write_cache(fd, path, max_age);
+        auto t1 = std::chrono::steady_clock::now();
+        if (!r) {
+            fmt::print(stderr, "wzero_bench_stat: {}\n", r.error().message);
+            std::exit(1);
+        }
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    auto at = [&](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
+    return {at(0.5), at(0.99), us.front()};
+}
+
+double median_of(std::vector<stats> v, double stats::*f) {
+    std::sort(v.begin(), v.end(), [f](const stats& a, const stats& b) { return a.*f < b.*f; });
+    return v[v.size() / 2].*f;
+}
+
+int bench_write_cache(const std::vector<std::string>& paths, bool json) {
+    if (!json) {
+        fmt::print("{:<40} {:>14} {:>14} {:>14} {:>14}\n", "path", "held p50 us", "held p99 us", "re-read p50 us",
+                   "re-read p99 us");
+    }
+    for (const auto& p : paths) {
+        const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fmt::print(stderr, "wzero_bench_stat: open {}: {}\n", p, std::strerror(errno));
+            return 1;
+        }
+        std::vector<stats> held, reread;
+        for (int round = 0; round < 5; ++round) {
+            reread.push_back(measure_write_cache(fd, p, std::chrono::nanoseconds(0), 40));
+            held.push_back(measure_write_cache(fd, p, std::chrono::hours(1), 2000));
+        }
+        ::close(fd);
+        const double h50 = median_of(held, &stats::p50_us), h99 = median_of(held, &stats::p99_us);
+        const double r50 = median_of(reread, &stats::p50_us), r99 = median_of(reread, &stats::p99_us);
+        if (json) {
+            fmt::print("{{\"path\": \"{}\", \"held_p50_us\": {:.3f}, \"held_p99_us\": {:.3f}, \"reread_p50_us\": {:.1f}, "
+                       "\"reread_p99_us\": {:.1f}}}\n",
+                       p, h50, h99, r50, r99);
+        } else {
+            fmt::print("{:<40} {:>14.3f} {:>14.3f} {:>14.1f} {:>14.1f}\n", p, h50, h99, r50, r99);
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool json = false;
+    bool json = false, write_cache = false;
     std::vector<std::string> paths;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (std::strcmp(argv[i], "--write-cache") == 0) {
+            write_cache = true;
         } else {
             paths.emplace_back(argv[i]);
         }
     }
     if (paths.empty()) {
         paths.emplace_back("/proc/self/exe");
+    }
+    if (write_cache) {
+        return bench_write_cache(paths, json);
     }
     if (!json) {
         fmt::print("{:<40} {:>12} {:>12} {:>14} {:>14} {:>8}\n", "path", "cold p50 us", "cold p99 us",

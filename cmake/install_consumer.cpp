@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +68,11 @@ void check_zeroing(const std::string& file) {
     auto by_fd = wz::stat(fd, file);
     if (ok(by_fd, "stat(fd)")) {
         check(by_fd->size_bytes == 2 * mib, "stat(fd) sees the grown size");
+        auto cache = wz::write_cache(fd, file, std::chrono::nanoseconds(0));
+        if (ok(cache, "write_cache")) {
+            check(cache->reread && cache->effective == by_fd->cache.effective,
+                  "write_cache(max_age 0) reads again and says what stat says");
+        }
     }
     ::close(fd);
     auto caps = wz::stat(file);

@@ -5,6 +5,7 @@
 //   wz_ackwrite verify [options] PATH ACKS   read every acknowledged block back, count
 //   wz_ackwrite refresh [options] PATH [--then CMD]...   the mode before/after each CMD
 //   wz_ackwrite errors PATH              the writer's error answers, one line each
+//   wz_ackwrite cache PATH [--then CMD]...   wz::write_cache: held and re-read answers
 //
 // Every block written carries a self-describing pattern: 128 records of 32 bytes, each
 // {magic "WZACKv1", run id, sequence number, byte offset} (little-endian u64s), so a block
@@ -82,12 +83,18 @@ void print_usage() {
         "      --run-id ID          the run id in the pattern (default: from the clock and pid)\n"
         "      --order seq|scatter  block order (default scatter: a fixed permutation of the range)\n"
         "      --trace-marker       also write \"wzack SEQ OFFSET\" to " "/sys/kernel/tracing/trace_marker\n"
+        "      --submit-marker      with --trace-marker: also \"wzsub SEQ OFFSET\" before each write is\n"
+        "                           started (pwrite() called, or submit()), so that the trace holds a\n"
+        "                           time before the writer decided on it\n"
+        "      --stop-file FILE     stop once FILE exists and --after-stop more writes (default 16)\n"
+        "                           were started after it was seen (--count stays the limit)\n"
         "      --mark-area DEV:OFF:LEN --mark-tag TAG   before printing the \"open\" line and each \"ack\"\n"
         "                           line, write it as a marker block (fstests/src/replay_marker.hpp)\n"
         "                           into [OFF, OFF+LEN) of DEV with O_DIRECT, from the acking thread\n"
         "    stdout: \"open RUN_ID MODE COMPLETION ALIGNMENT\", \"reason TEXT\", \"ack SEQ OFFSET\" per\n"
         "    acknowledged write, and at the end \"stats writes=N bytes=N fua_writes=N flushes=N ...\n"
-        "    engine=io_uring|psync\".\n"
+        "    engine=io_uring|psync\", \"end MODE\" and \"end-reason TEXT\" (the writer's mode and reason\n"
+        "    after the last write).\n"
         "  wz_ackwrite verify [--via odirect|nvme] [--nvme-dev /dev/ngXnY] [--run-id ID] [--map MAP] PATH ACKS\n"
         "      reads every block listed by the \"ack\" lines of ACKS (the run id from its \"open\"\n"
         "      line) with O_DIRECT, or with NVMe Read through the namespace's char device (--via\n"
@@ -102,7 +109,11 @@ void print_usage() {
         "      \"wzstep N end\" around the N-th write (from 0) in trace_marker, so that the\n"
         "      device's commands for that write can be counted in the trace.\n"
         "  wz_ackwrite errors PATH\n"
-        "      the writer's answers to bad requests, one \"CASE: ERRNO: message\" line each.\n",
+        "      the writer's answers to bad requests, one \"CASE: ERRNO: message\" line each.\n"
+        "  wz_ackwrite cache PATH [--then CMD]...\n"
+        "      wz::write_cache on PATH (opened read-only): the answer with a maximum age of an hour\n"
+        "      (the one held), then for each CMD, after running it (sh -c), the answer with an hour\n"
+        "      and with 0 (read again); one \"LABEL: EFFECTIVE, reread yes|no\" line each.\n",
         stdout);
 }
 
@@ -309,8 +320,10 @@ struct write_args {
     wz::writer_options options;
     unsigned threads = 1, qd = 0;
     std::uint64_t count = 0, run_id = 0;
-    bool scatter = true, trace_marker = false;
+    bool scatter = true, trace_marker = false, submit_marker = false;
     std::string mark_area, mark_tag;  // --mark-area DEV:OFF:LEN, --mark-tag TAG
+    std::string stop_file;            // --stop-file FILE
+    std::uint64_t after_stop = 16;    // --after-stop N
 };
 
 struct acker {
@@ -327,6 +340,13 @@ struct acker {
             }
         }
         write_line(STDOUT_FILENO, text + "\n");
+    }
+    // Before a write is started: its "wzsub" trace marker (--submit-marker).
+    bool submit_marker = false;
+    void started(std::uint64_t seq, std::uint64_t offset) const {
+        if (marker_fd >= 0 && submit_marker) {
+            write_line(marker_fd, fmt::format("wzsub {} {}\n", seq, offset));
+        }
     }
     void ack(std::uint64_t seq, std::uint64_t offset) {
         if (marker_fd >= 0) {
@@ -366,6 +386,7 @@ int run_write(const write_args& a) {
         return exit_failure;
     }
     acker ack;
+    ack.submit_marker = a.submit_marker;
     if (a.trace_marker) {
         ack.marker_fd = ::open(trace_marker_path, O_WRONLY | O_CLOEXEC);
         if (ack.marker_fd < 0) {
@@ -396,6 +417,24 @@ int run_write(const write_args& a) {
     const block_order order(blocks, a.scatter);
     auto offset_of = [&](std::uint64_t seq) { return a.offset + order.at(seq) * block_bytes; };
     std::atomic<bool> failed{false};
+    // --stop-file: the writes started after it was first seen (and so the last sequence
+    // number), fixed by the thread that saw it. UINT64_MAX: not seen yet.
+    std::atomic<std::uint64_t> stop_at{UINT64_MAX};
+    auto may_start = [&](std::uint64_t seq) {
+        if (seq >= count) {
+            return false;
+        }
+        if (a.stop_file.empty()) {
+            return true;
+        }
+        std::uint64_t at = stop_at.load();
+        if (at == UINT64_MAX && ::access(a.stop_file.c_str(), F_OK) == 0) {
+            std::uint64_t expected = UINT64_MAX;
+            stop_at.compare_exchange_strong(expected, seq + a.after_stop);
+            at = stop_at.load();
+        }
+        return seq < at;
+    };
 
     if (!async) {
         std::atomic<std::uint64_t> next{0};
@@ -403,11 +442,12 @@ int run_write(const write_args& a) {
             auto buf = alloc_aligned(block_bytes, w->alignment());
             for (;;) {
                 const std::uint64_t seq = next++;
-                if (seq >= count || failed) {
+                if (!may_start(seq) || failed) {
                     return;
                 }
                 const std::uint64_t off = offset_of(seq);
                 fill_block(buf.get(), a.run_id, seq, off);
+                ack.started(seq, off);
                 auto r = w->pwrite(buf.get(), block_bytes, off);
                 if (!r) {
                     std::fprintf(stderr, "wz_ackwrite: write seq %llu: %s\n", static_cast<unsigned long long>(seq),
@@ -441,13 +481,15 @@ int run_write(const write_args& a) {
             free_slots.push_back(qd - 1 - i);
         }
         std::uint64_t submitted = 0;
+        bool more = true;
         std::vector<wz::writer_completion> done;
-        while (!failed && (submitted < count || w->in_flight() > 0)) {
-            while (submitted < count && !free_slots.empty()) {
+        while (!failed && (more || w->in_flight() > 0)) {
+            while (!free_slots.empty() && (more = may_start(submitted))) {
                 const unsigned slot = free_slots.back();
                 const std::uint64_t seq = submitted;
                 const std::uint64_t off = offset_of(seq);
                 fill_block(bufs[slot].get(), a.run_id, seq, off);
+                ack.started(seq, off);
                 auto e = w->submit(bufs[slot].get(), block_bytes, off, (seq << 16) | slot);
                 if (!e.ok()) {
                     if (e.code() == std::errc::device_or_resource_busy && w->in_flight() > 0) {
@@ -503,6 +545,7 @@ int run_write(const write_args& a) {
                            "idle_sleeps={} passthrough={} acked={} engine={} dsync_writes={}\n",
                            s.writes, s.bytes, s.fua_writes, s.flushes, s.blocking_waits, s.busy_looks, s.idle_sleeps,
                            s.passthrough.empty() ? "-" : s.passthrough, ack.acked.load(), s.engine, s.dsync_writes));
+    write_line(STDOUT_FILENO, fmt::format("end {}\nend-reason {}\n", wz::to_string(w->mode()), w->reason()));
     if (ack.marker_fd >= 0) {
         ::close(ack.marker_fd);
     }
@@ -915,6 +958,43 @@ int run_errors(const std::string& path) {
 }
 
 // ---------------------------------------------------------------------------
+// cache
+// ---------------------------------------------------------------------------
+
+void print_cache(const char* label, int fd, const std::string& path, std::chrono::nanoseconds max_age) {
+    auto c = wz::write_cache(fd, path, max_age);
+    if (!c) {
+        std::printf("%s: failed: %s: %s\n", label, code_name(c.error().code).c_str(), c.error().message.c_str());
+        return;
+    }
+    std::printf("%s: %s, reread %s\n", label, c->effective ? wz::to_string(*c->effective) : "unknown",
+                c->reread ? "yes" : "no");
+    std::fprintf(stderr, "wz_ackwrite: %s: %s (age %.3f ms)\n", label, c->reason.c_str(),
+                 std::chrono::duration<double, std::milli>(c->age).count());
+}
+
+int run_cache(const std::string& path, const std::vector<std::string>& steps) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        std::fprintf(stderr, "wz_ackwrite: open %s: %s\n", path.c_str(), std::strerror(errno));
+        return exit_failure;
+    }
+    constexpr std::chrono::hours hour{1};
+    print_cache("first (max age 1 h)", fd, path, hour);
+    print_cache("again (max age 1 h)", fd, path, hour);
+    for (const auto& cmd : steps) {
+        std::fflush(stdout);
+        const int rc = std::system(cmd.c_str());
+        std::printf("after '%s' (exit %d)\n", cmd.c_str(), WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+        print_cache("  max age 1 h", fd, path, hour);
+        print_cache("  max age 0", fd, path, std::chrono::nanoseconds(0));
+        print_cache("  max age 1 h, after", fd, path, hour);
+    }
+    ::close(fd);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
 
 std::uint64_t default_run_id() {
     const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -978,6 +1058,12 @@ int main(int argc, char** argv) {
             w.scatter = v == "scatter";
         } else if (o == "--trace-marker") {
             w.trace_marker = true;
+        } else if (o == "--submit-marker") {
+            w.submit_marker = true;
+        } else if (o == "--stop-file") {
+            w.stop_file = value(i);
+        } else if (o == "--after-stop") {
+            w.after_stop = parse_size(value(i), "--after-stop");
         } else if (o == "--mark-area") {
             w.mark_area = value(i);
         } else if (o == "--mark-tag") {
@@ -1003,6 +1089,9 @@ int main(int argc, char** argv) {
         if (w.threads == 0 || w.qd > 0xffff) {
             usage_error("--threads must be at least 1 and --qd at most 65535");
         }
+        if (w.submit_marker && !w.trace_marker) {
+            usage_error("--submit-marker needs --trace-marker");
+        }
         w.path = pos[0];
         w.run_id = run_id.value_or(default_run_id());
         if (w.qd > 0) {
@@ -1021,6 +1110,12 @@ int main(int argc, char** argv) {
             usage_error("refresh takes one PATH");
         }
         return run_refresh(pos[0], w.options, steps, w.trace_marker);
+    }
+    if (cmd == "cache") {
+        if (pos.size() != 1) {
+            usage_error("cache takes one PATH");
+        }
+        return run_cache(pos[0], steps);
     }
     if (cmd == "errors") {
         if (pos.size() != 1) {

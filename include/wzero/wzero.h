@@ -178,6 +178,30 @@ struct wz_caps {
 /* Fills *caps (caps->size set by the caller) for PATH. */
 int wz_stat(const char *path, struct wz_caps *caps);
 
+/* The write cache as it is now, for durability that rests on "write-through" (a
+ * sync_file_range(2) without fdatasync): Set Features FID 06h, a vendor tool or a controller
+ * reset can turn the cache on at any time, and Linux does not notice. Filled by
+ * wz_write_cache(). */
+struct wz_cache_state {
+    uint32_t size;      /* sizeof(struct wz_cache_state), set by the caller */
+    int32_t effective;  /* enum wz_cache_mode, or WZ_UNKNOWN: wz_caps.cache_effective now */
+    uint64_t age_ns;    /* since the read this answer rests on started */
+    uint32_t flags;     /* WZ_WRITE_CACHE_* */
+    uint32_t reserved;
+};
+#define WZ_WRITE_CACHE_REREAD 0x1u /* this call read the cache again (a device command or sysfs) */
+
+/* The maximum age of the answer the library's writer and plugins allow at an acknowledgement. */
+#define WZ_WRITE_CACHE_MAX_AGE_NS 100000000ull
+
+/* The effective write cache of the device under FD (a regular file's data device, or the block
+ * device itself), read again when the answer the process holds for that device is older than
+ * MAX_AGE_NS (0: always): one Get Features FID 06h on an NVMe namespace with a volatile write
+ * cache (CAP_SYS_ADMIN; without it WZ_UNKNOWN), and the kernel's queue/write_cache. A fresh
+ * answer costs no I/O. Call it after the data reached the device, before acknowledging it, and
+ * flush (fdatasync) unless it says WZ_CACHE_WRITE_THROUGH. */
+int wz_write_cache(int fd, uint64_t max_age_ns, struct wz_cache_state *out);
+
 /* ------------------------------------------------------------------------------------ */
 /* Durable writer                                                                        */
 /* ------------------------------------------------------------------------------------ */
@@ -229,6 +253,10 @@ struct wz_writer_counters {
     double p50_us; /* call (or submit) to durable */
     double p99_us;
     double p999_us;
+    /* Mode WZ_DURABILITY_THROUGH: re-reads of the write cache this writer made, and its moves
+     * out of that mode because the cache was no longer write-through (since WZERO_0.5). */
+    uint64_t cache_rereads;
+    uint64_t mode_changes;
 };
 
 /* Opens a durable writer over [offset, offset + length) of PATH (a file or block device). */

@@ -284,6 +284,33 @@ result<capabilities> stat(const std::string& path, const stat_options& options =
 // The same for an open file descriptor; `path` is used in messages and the record only.
 result<capabilities> stat(int fd, const std::string& path, const stat_options& options = {});
 
+// The write cache as it is now, for durability that rests on "write-through" (a
+// sync_file_range without a flush, O_DIRECT writes without FUA): the record's cache.effective,
+// which an administrator's `nvme set-feature -f 6 -v 1`, a vendor tool or a controller reset
+// can turn write-back at any time without Linux noticing.
+struct write_cache_state {
+    std::optional<cache_mode> effective;  // as capabilities::cache.effective; nullopt: unknown
+    std::string reason;                   // as capabilities::cache.effective_reason
+    std::chrono::nanoseconds age{0};      // since the read this answer rests on started
+    bool reread = false;                  // read during this call (a device command or sysfs), not held
+};
+
+// The maximum age the writer and the plugins allow an answer at an acknowledgement: a write
+// acknowledged more than this after the cache turned on is covered by FUA or a flush.
+inline constexpr std::chrono::milliseconds default_cache_max_age{100};
+
+// The effective write cache of the device under FD (a regular file's data device, or the block
+// device itself), re-read when the answer held for that device was read more than MAX_AGE ago
+// (0: always): one Get Features FID 06h on an NVMe namespace whose controller has a volatile
+// write cache (CAP_SYS_ADMIN; without it the answer is unknown), and the kernel's
+// queue/write_cache. The answer is held per device for the whole process and shared with
+// wz::stat and the writer: a fresh one costs no I/O (a statx and a table look-up). The first
+// call for a filesystem resolves its device with a whole stat(). Ask after the data reached the
+// device (sync_file_range returned) and before acknowledging it: if the answer is not
+// write-through, flush (fdatasync). PATH is for messages.
+result<write_cache_state> write_cache(int fd, const std::string& path,
+                                      std::chrono::nanoseconds max_age = default_cache_max_age);
+
 // The record as JSON text (stable keys, documented in wzero(1)).
 [[nodiscard]] std::string to_json(const capabilities& caps, int indent = 2);
 
@@ -575,6 +602,13 @@ struct writer_options {
     // Asynchronous API: the io_uring's size, and the most writes submit() keeps in flight.
     unsigned queue_depth = 128;
     completion_options completion;
+    // Mode `through` rests on a write-through cache that can turn write-back under the writer
+    // (Set Features FID 06h, a vendor tool, a controller reset): before acknowledging a write,
+    // the writer re-reads the cache (wz::write_cache) when its answer is older than this (0:
+    // before every acknowledgement). On a cache no longer write-through (or unknown) it moves
+    // to fua or flush, and one flush covers every write it acknowledged before. Not with
+    // allow_unsafe_through, which stays in `through` whatever the cache does.
+    std::chrono::nanoseconds cache_max_age = default_cache_max_age;
 };
 
 struct writer_stats {
@@ -595,6 +629,11 @@ struct writer_stats {
     // means nothing (its threads block in pwrite; complete() waits count as blocking_waits)
     // and NVMe commands go through the ioctl.
     std::string engine;
+    // Mode `through`: re-reads of the write cache this writer made (Get Features FID 06h or
+    // sysfs; an answer another user of the device read fresh enough is not counted), and the
+    // moves out of `through` it made because the cache was no longer write-through.
+    std::uint64_t cache_rereads = 0;
+    std::uint64_t mode_changes = 0;
 };
 
 // One write finished by writer::complete(): durable in the writer's mode, or failed.
@@ -640,14 +679,17 @@ public:
     // one flush serves every write completed before it (group commit).
     result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete = 1);
     [[nodiscard]] std::size_t in_flight() const noexcept;
+    // The mode in use and why. Both change when a writer in `through` finds the write cache
+    // no longer write-through (writer_options::cache_max_age): the reason then starts "moved
+    // from through to". A reason returned stays valid until refresh(), however often it moves.
     [[nodiscard]] durability_mode mode() const noexcept;
     [[nodiscard]] const std::string& reason() const noexcept;
     [[nodiscard]] std::uint32_t alignment() const noexcept;
     [[nodiscard]] completion_mode completion() const noexcept;
     [[nodiscard]] writer_stats stats() const;
     // Re-reads the device's write cache (e.g. after Set Features FID 06h) and re-picks the
-    // mode; a cache turned on never leaves the writer in `through`. Not concurrently with
-    // pwrite() on the same writer.
+    // mode; a cache turned on never leaves the writer in `through`. The only way back into
+    // `through` after a move out of it. Not concurrently with pwrite() on the same writer.
     status refresh();
     // Closes, returning the error a user of durable writes must see.
     status close();

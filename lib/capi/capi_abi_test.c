@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +440,22 @@ static void test_writer_io(const char *file, struct wz_writer *w) {
     check(st.writes == 10 && st.bytes == 11 * (uint64_t)align,
           "wz_writer_stats counts 10 writes (pwritev is one) of 11 blocks");
     check(st.reserved == 0 && st.p50_us > 0 && st.p99_us >= st.p50_us, "wz_writer_stats latencies");
+    /* Nothing moved this writer out of a mode; re-reads happen in mode through only. */
+    check(st.mode_changes == 0 && (mode == WZ_DURABILITY_THROUGH || st.cache_rereads == 0),
+          "wz_writer_stats: no mode change, no cache re-read outside through");
+    {
+        /* A caller built against the first struct (up to p999_us): filled that far only. */
+        union {
+            struct wz_writer_counters c;
+            unsigned char bytes[sizeof(struct wz_writer_counters)];
+        } first;
+        const size_t first_size = offsetof(struct wz_writer_counters, cache_rereads);
+        memset(&first, 0xee, sizeof first);
+        first.c.size = (uint32_t)first_size;
+        check(wz_writer_stats(w, &first.c) == 0 && first.c.writes == 10, "wz_writer_stats with the first struct size");
+        check(first.bytes[first_size] == 0xee && first.bytes[sizeof first.bytes - 1] == 0xee,
+              "wz_writer_stats leaves what follows the first struct as it was");
+    }
     check(wz_writer_refresh(w) == 0, "wz_writer_refresh");
     /* Not while asynchronous writes are in flight (wz_writer_refresh(3)): the mode they were
      * queued under must hold until they are handed back. */
@@ -688,6 +705,78 @@ static void test_writer(void) {
         expect_unchanged(file, &snap, "writer bad arguments");
         free(buf);
     }
+    close(fd);
+    unlink(file);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* wz_write_cache                                                                        */
+/* ------------------------------------------------------------------------------------ */
+
+static void test_write_cache(void) {
+    char file[PATH_MAX];
+    struct wz_cache_state wc;
+    struct wz_caps caps;
+    struct snapshot snap;
+    int fd, dirfd, pipefd[2];
+    int rc;
+    union {
+        struct wz_cache_state wc;
+        unsigned char bytes[sizeof(struct wz_cache_state) + 16];
+    } larger;
+
+    path_in(file, "write-cache-file");
+    check(make_file(file, MIB, 0x3c) == 0, "create the write-cache file");
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    check(fd >= 0, "open the write-cache file");
+    memset(&caps, 0, sizeof caps);
+    caps.size = sizeof caps;
+    check(wz_stat(file, &caps) == 0, "wz_stat of the write-cache file");
+
+    memset(&wc, 0xee, sizeof wc);
+    wc.size = sizeof wc;
+    rc = wz_write_cache(fd, 0, &wc);
+    check(rc == 0, "wz_write_cache on a regular file succeeds");
+    check(wc.size == sizeof wc && wc.reserved == 0, "wz_write_cache keeps size, zeroes reserved");
+    check(wc.effective == caps.cache_effective, "wz_write_cache says what wz_stat says of the cache");
+    check(wc.flags == WZ_WRITE_CACHE_REREAD, "wz_write_cache with max_age 0 reads the cache again");
+    /* An hour: the answer just read is fresh, no I/O. */
+    rc = wz_write_cache(fd, 3600ull * 1000000000ull, &wc);
+    check(rc == 0 && wc.flags == 0 && wc.effective == caps.cache_effective,
+          "wz_write_cache with a large max_age answers from the held answer");
+    check(wc.age_ns < 3600ull * 1000000000ull, "wz_write_cache: the held answer's age is below the max age");
+    memset(&larger, 0, sizeof larger);
+    larger.wc.size = sizeof larger.bytes;
+    check(wz_write_cache(fd, WZ_WRITE_CACHE_MAX_AGE_NS, &larger.wc) == 0 && larger.wc.size == sizeof larger.bytes,
+          "wz_write_cache with a larger zero-tailed struct");
+
+    /* Bad input. */
+    age(file);
+    take_snapshot(file, &snap);
+    reset_error();
+    expect_error(wz_write_cache(fd, 0, NULL), EINVAL, "wz_write_cache", "wz_write_cache(NULL out)");
+    reset_error();
+    wc.size = 8;
+    expect_error(wz_write_cache(fd, 0, &wc), EINVAL, "wz_write_cache", "wz_write_cache with a too-small size");
+    wc.size = sizeof wc;
+    reset_error();
+    larger.bytes[sizeof larger.bytes - 1] = 1;
+    expect_error(wz_write_cache(fd, 0, &larger.wc), E2BIG, "wz_write_cache",
+                 "wz_write_cache with a larger struct whose tail is not zero");
+    reset_error();
+    expect_error(wz_write_cache(-1, 0, &wc), EBADF, "wz_write_cache", "wz_write_cache(fd -1)");
+    reset_error();
+    expect_error(wz_write_cache(fd, UINT64_MAX, &wc), EINVAL, "max_age_ns", "wz_write_cache with max_age_ns past the clock");
+    dirfd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    reset_error();
+    expect_error(wz_write_cache(dirfd, 0, &wc), EISDIR, scratch, "wz_write_cache on a directory");
+    close(dirfd);
+    check(pipe(pipefd) == 0, "pipe");
+    reset_error();
+    expect_error(wz_write_cache(pipefd[0], 0, &wc), EINVAL, "pipe:", "wz_write_cache on a pipe");
+    close(pipefd[0]);
+    close(pipefd[1]);
+    expect_unchanged(file, &snap, "wz_write_cache bad input");
     close(fd);
     unlink(file);
 }
@@ -1083,6 +1172,7 @@ int main(int argc, char **argv) {
     umask(022);
     test_io_engine();
     test_stat();
+    test_write_cache();
     test_last_error_per_thread();
     test_writer();
     test_create_zeroed();

@@ -2,13 +2,19 @@
 // wz_stat(): the part of the capability record a database decides on, as a C struct.
 
 #include "capi/capi_internal.hpp"
+#include "util/reopen.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
+#include <string>
 
 namespace {
 
 // struct wz_caps as the first header that had it (0.2) declared it.
 constexpr std::size_t caps_first_size = sizeof(wz_caps);
+// struct wz_cache_state as the first header that had it (0.5) declared it.
+constexpr std::size_t cache_state_first_size = sizeof(wz_cache_state);
 
 // The C enum indexes method_usable[] by the C++ record's order: keep them in step.
 static_assert(wz::all_zero_methods[WZ_ZERO_KERNEL] == wz::zero_method::kernel);
@@ -85,6 +91,37 @@ extern "C" int wz_stat(const char* path, struct wz_caps* caps) {
         }
         const wz_caps c = to_c(*rec);
         wz::capi::fill_struct_out(caps, caller_size, &c, sizeof c);
+        return 0;
+    });
+}
+
+extern "C" int wz_write_cache(int fd, uint64_t max_age_ns, struct wz_cache_state* out) {
+    return wz::capi::guarded("wz_write_cache", [&]() -> int {
+        const std::string path = wz::self_fd_name(fd);
+        std::uint32_t caller_size = 0;
+        if (const int rc = wz::capi::check_struct_out(out, sizeof(wz_cache_state), cache_state_first_size,
+                                                       ("wz_write_cache " + path).c_str(), "wz_cache_state",
+                                                       &caller_size);
+            rc < 0) {
+            return rc;
+        }
+        if (fd < 0) {
+            return wz::capi::fail(EBADF, "wz_write_cache: fd " + std::to_string(fd) + " is not a descriptor");
+        }
+        if (max_age_ns > static_cast<std::uint64_t>(std::chrono::nanoseconds::max().count())) {
+            return wz::capi::fail(EINVAL, "wz_write_cache " + path + ": max_age_ns " + std::to_string(max_age_ns) +
+                                              " is too large");
+        }
+        auto r = wz::write_cache(fd, path, std::chrono::nanoseconds(static_cast<std::int64_t>(max_age_ns)));
+        if (!r) {
+            return wz::capi::fail(r.error());
+        }
+        wz_cache_state c{};
+        c.size = sizeof c;
+        c.effective = r->effective ? static_cast<std::int32_t>(*r->effective) : WZ_UNKNOWN;
+        c.age_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(r->age.count(), 0));
+        c.flags = r->reread ? WZ_WRITE_CACHE_REREAD : 0;
+        wz::capi::fill_struct_out(out, caller_size, &c, sizeof c);
         return 0;
     });
 }

@@ -4,6 +4,7 @@
 #include "capi/capi_internal.hpp"
 #include "util/reopen.hpp"
 
+#include <cstddef>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -26,7 +27,8 @@ namespace {
 using wz::capi::fail;
 
 constexpr std::size_t writer_opts_first_size = sizeof(wz_writer_opts);
-constexpr std::size_t counters_first_size = sizeof(wz_writer_counters);
+// struct wz_writer_counters as the first header that had it (0.2) declared it: up to p999_us.
+constexpr std::size_t counters_first_size = offsetof(wz_writer_counters, cache_rereads);
 constexpr std::uint32_t known_writer_flags = WZ_WRITER_ALLOW_UNSAFE_THROUGH | WZ_WRITER_FORCE;
 
 static_assert(WZ_DURABILITY_AUTO == static_cast<int>(wz::durability_mode::automatic) &&
@@ -278,6 +280,8 @@ int wz_writer_stats(const struct wz_writer* w, struct wz_writer_counters* stats)
         c.p50_us = s.p50_us;
         c.p99_us = s.p99_us;
         c.p999_us = s.p999_us;
+        c.cache_rereads = s.cache_rereads;
+        c.mode_changes = s.mode_changes;
         wz::capi::fill_struct_out(stats, caller_size, &c, sizeof c);
         return 0;
     });

@@ -132,6 +132,16 @@ void assess_device_cache(const device_info& dev, const std::optional<nvme_info>&
     }
 }
 
+cache_verdict effective_cache(const capabilities& caps) {
+    if (!caps.device) {
+        return {std::nullopt, fmt::format("no block device under {} ({}): nothing to cache", caps.path,
+                                          caps.fs ? caps.fs->type : "?")};
+    }
+    cache_info c = caps.cache;
+    assess_device_cache(*caps.device, caps.nvme, c, caps.unknown, "");
+    return {c.effective, std::move(c.effective_reason)};
+}
+
 namespace {
 
 std::string mode_text(const std::optional<cache_mode>& m) { return m ? to_string(*m) : "unknown"; }

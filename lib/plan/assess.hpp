@@ -7,6 +7,7 @@
 #include <wzero/wzero.hpp>
 
 #include <optional>
+#include <string>
 
 namespace wz::plan {
 
@@ -37,6 +38,15 @@ void assess(capabilities& caps, const assess_inputs& in);
 
 // One method's verdict: the switch that adding a method extends.
 method_assessment assess_method(const capabilities& caps, const assess_inputs& in, zero_method m);
+
+// The device's effective write cache and why, from the record's NVMe VWC and WCE, else the
+// kernel's queue/write_cache (nullopt: no device, or nothing readable). The part of the cache
+// verdict that a re-read of the write cache changes: the probe recomputes it after one.
+struct cache_verdict {
+    std::optional<cache_mode> effective;
+    std::string reason;
+};
+[[nodiscard]] cache_verdict effective_cache(const capabilities& caps);
 
 // Pieces of assess(), exposed for the unit tests.
 // The record's cache: each of caps.devices on its own (assess_device_cache), then the file's

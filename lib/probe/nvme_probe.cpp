@@ -64,6 +64,29 @@ std::optional<std::uint64_t> read_mps_min(const sysfs::tree& sys, const std::str
 
 }  // namespace
 
+wce_reading read_wce(int fd, const std::string& device) {
+    wce_reading r;
+    __u32 dw0 = 0;
+    const int rc = nvme_get_features_volatile_wc(fd, NVME_GET_FEATURES_SEL_CURRENT, &dw0);
+    const int err = errno;
+    if (rc == 0) {
+        r.enabled = wce_enabled(dw0);
+    } else {
+        r.why_not = fmt::format("Get Features FID 06h on {}: {}", device, describe_failure(rc, err));
+    }
+    return r;
+}
+
+wce_reading reread_wce(const nvme_info& ns) {
+    const std::string& dev = !ns.char_device.empty() ? ns.char_device : ns.namespace_device;
+    unique_fd fd(::open(dev.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) {
+        const int err = errno;
+        return {std::nullopt, fmt::format("Get Features FID 06h: open {}: {}", dev, errno_text(err))};
+    }
+    return read_wce(fd.get(), dev);
+}
+
 void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, const device_info& dev,
                      nvme_info& out, unknown_reasons& unknown) {
     const std::string ctrl = controller_name(node.disk_name);
@@ -158,13 +181,10 @@ void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, cons
         }
 
         if (out.vwc_present.value_or(false)) {
-            __u32 dw0 = 0;
-            rc = nvme_get_features_volatile_wc(fd.get(), NVME_GET_FEATURES_SEL_CURRENT, &dw0);
-            if (rc == 0) {
-                out.vwc_enabled = wce_enabled(dw0);
-            } else {
-                unknown["nvme.vwc_enabled"] = fmt::format("Get Features FID 06h on {}: {}", out.namespace_device,
-                                                          describe_failure(rc, errno));
+            auto wce = read_wce(fd.get(), out.namespace_device);
+            out.vwc_enabled = wce.enabled;
+            if (!wce.enabled) {
+                unknown["nvme.vwc_enabled"] = std::move(wce.why_not);
             }
         } else {
             out.vwc_enabled = false;  // no volatile write cache: nothing to enable

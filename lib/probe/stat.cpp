@@ -12,6 +12,7 @@
 #include "probe/fs_traits.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
+#include "probe/write_cache.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
 #include "util/privilege.hpp"
@@ -32,6 +33,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -45,10 +48,39 @@ struct device_facts {
     std::optional<nvme_info> nvme;
     cache_info cache;
     unknown_reasons unknown;
+    // When the write-cache facts (nvme.vwc_enabled, cache.kernel) were read (the start of the
+    // probe or re-read), and the effective cache they give (plan::effective_cache).
+    probe::cache_clock::time_point cache_read_at;
+    plan::cache_verdict cache_verdict;
 };
 
 std::mutex cache_mutex;
 std::unordered_map<dev_t, device_facts> device_cache;
+
+// The data device of a regular file's filesystem, as stat_here resolved it, by the file's
+// (st_dev, mount id): what wz::write_cache asks about without a whole stat per call. The mount
+// id keeps an anonymous st_dev that a later mount reuses from naming the earlier one's device.
+struct file_device {
+    std::vector<dev_t> devnos;     // every device the data may be on (btrfs: several)
+    std::string no_device_reason;  // without a device: the record's effective_reason
+};
+std::map<std::pair<dev_t, std::uint64_t>, file_device> file_devices;  // under cache_mutex
+
+// The verdict of the facts as they are now.
+void settle_cache_verdict(device_facts& f) {
+    if (!f.device) {
+        auto it = f.unknown.find("device");
+        f.cache_verdict = {std::nullopt, fmt::format("the block device is unknown: {}",
+                                                     it != f.unknown.end() ? it->second : "not found")};
+        return;
+    }
+    capabilities c;
+    c.device = f.device;
+    c.nvme = f.nvme;
+    c.cache = f.cache;
+    c.unknown = f.unknown;
+    f.cache_verdict = plan::effective_cache(c);
+}
 
 const std::string& kernel_release() {
     static const std::string release = [] {
@@ -60,6 +92,7 @@ const std::string& kernel_release() {
 
 device_facts probe_device(dev_t devno) {
     device_facts f;
+    f.cache_read_at = probe::cache_clock::now();
     sysfs::tree sys;
     auto node = sysfs::find_block_node(sys, major(devno), minor(devno));
     if (!node) {
@@ -74,7 +107,35 @@ device_facts probe_device(dev_t devno) {
         f.nvme = std::move(n);
     }
     f.device = std::move(dev);
+    settle_cache_verdict(f);
     return f;
+}
+
+// Reads the write-cache facts of F again (see probe/write_cache.hpp): WCE where the controller
+// has a volatile write cache, and the kernel's queue/write_cache of the disk.
+void reread_cache_facts(device_facts& f) {
+    if (f.nvme && f.nvme->vwc_present.value_or(false)) {
+        auto wce = nvme::reread_wce(*f.nvme);
+        f.nvme->vwc_enabled = wce.enabled;
+        if (wce.enabled) {
+            f.unknown.erase("nvme.vwc_enabled");
+        } else {
+            f.unknown["nvme.vwc_enabled"] = std::move(wce.why_not);
+        }
+    }
+    if (f.device) {
+        const std::string& disk = f.device->disk;
+        const std::string attr = "block/" + disk.substr(disk.rfind('/') + 1) + "/queue/write_cache";
+        sysfs::tree sys;
+        auto text = sys.read(attr);
+        f.cache.kernel = text ? sysfs::parse_write_cache(*text) : std::nullopt;
+        if (f.cache.kernel) {
+            f.unknown.erase("cache.kernel");
+        } else {
+            f.unknown["cache.kernel"] = fmt::format("/sys/{} is not readable", attr);
+        }
+    }
+    settle_cache_verdict(f);
 }
 
 // Where a regular file's data is: the block devices, or why none can be named.
@@ -147,7 +208,7 @@ device_facts facts_of(dev_t devno, bool refresh) {
 
 result<capabilities> stat_here(int fd, const std::string& path, const stat_options& options) {
     struct ::statx stx {};
-    if (::statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN, &stx) != 0) {
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN | STATX_MNT_ID, &stx) != 0) {
         return make_error("statx", path, errno);
     }
     capabilities caps;
@@ -258,6 +319,18 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
         in.io_uring_refused = io::probe_io_uring();
     }
     plan::assess(caps, in);
+    if (kind == file_kind::regular && (stx.stx_mask & STATX_MNT_ID) != 0) {
+        file_device fdev;
+        if (caps.device) {
+            for (const auto& d : caps.devices) {
+                fdev.devnos.push_back(makedev(d.device.major, d.device.minor));
+            }
+        } else {
+            fdev.no_device_reason = caps.cache.effective_reason;
+        }
+        std::lock_guard lock(cache_mutex);
+        file_devices[{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_mnt_id}] = std::move(fdev);
+    }
     return caps;
 }
 
@@ -285,6 +358,167 @@ result<capabilities> stat_here(const std::string& path, const stat_options& opti
 }
 
 }  // namespace
+
+namespace probe {
+
+namespace {
+
+// One re-read at a time, whatever the device: they are rare (one per device per max age at
+// most), and a caller that waited finds the answer it waited for fresh.
+std::mutex reread_mutex;
+
+cache_reading reading_of(const device_facts& f, bool reread) {
+    return {f.cache_verdict.effective, f.cache_verdict.reason, f.cache_read_at, reread};
+}
+
+bool fresh(const device_facts& f, cache_clock::duration max_age, cache_clock::time_point now) {
+    return f.device && now - f.cache_read_at <= max_age;
+}
+
+}  // namespace
+
+cache_reading device_write_cache(dev_t devno, cache_clock::duration max_age) {
+    {
+        std::lock_guard lock(cache_mutex);
+        auto it = device_cache.find(devno);
+        if (it != device_cache.end() && fresh(it->second, max_age, cache_clock::now())) {
+            return reading_of(it->second, false);
+        }
+    }
+    std::lock_guard one(reread_mutex);
+    device_facts f;
+    {
+        std::lock_guard lock(cache_mutex);
+        auto it = device_cache.find(devno);
+        if (it != device_cache.end()) {
+            if (fresh(it->second, max_age, cache_clock::now())) {
+                return reading_of(it->second, false);
+            }
+            f = it->second;
+        }
+    }
+    if (!f.device) {
+        // Never probed here, or probed without finding the device: all of it, once more.
+        f = probe_device(devno);
+        std::lock_guard lock(cache_mutex);
+        device_cache[devno] = f;
+        return reading_of(f, true);
+    }
+    f.cache_read_at = cache_clock::now();
+    reread_cache_facts(f);
+    std::lock_guard lock(cache_mutex);
+    device_facts& held = device_cache[devno];
+    if (held.cache_read_at < f.cache_read_at) {
+        // Only the cache facts: a wz::stat with refresh may have replaced the rest meanwhile.
+        if (held.nvme && f.nvme) {
+            held.nvme->vwc_enabled = f.nvme->vwc_enabled;
+        }
+        held.cache.kernel = f.cache.kernel;
+        for (const char* key : {"nvme.vwc_enabled", "cache.kernel"}) {
+            if (auto u = f.unknown.find(key); u != f.unknown.end()) {
+                held.unknown[key] = u->second;
+            } else {
+                held.unknown.erase(key);
+            }
+        }
+        held.cache_read_at = f.cache_read_at;
+        settle_cache_verdict(held);
+        return reading_of(held, true);
+    }
+    return reading_of(held, false);  // a whole probe since ours started is the fresher answer
+}
+
+}  // namespace probe
+
+result<write_cache_state> write_cache(int fd, const std::string& path, std::chrono::nanoseconds max_age) {
+    if (max_age.count() < 0) {
+        return make_error_msg(EINVAL, fmt::format("write cache {}: the maximum age must not be negative ({} ns)",
+                                                  path, max_age.count()));
+    }
+    const auto called = probe::cache_clock::now();
+    struct ::statx stx {};
+    if (::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MNT_ID, &stx) != 0) {
+        return make_error("statx", path, errno);
+    }
+    const file_kind kind = file_kind_of(stx.stx_mode);
+    std::vector<dev_t> devnos;
+    if (kind == file_kind::block) {
+        devnos.push_back(makedev(stx.stx_rdev_major, stx.stx_rdev_minor));
+        bool known = false;
+        {
+            std::lock_guard lock(cache_mutex);
+            auto it = device_cache.find(devnos.front());
+            known = it != device_cache.end() && it->second.device;
+        }
+        if (!known) {
+            // Probed whole by the record, whose opens and closes keep the process's locks.
+            if (auto caps = stat(fd, path); !caps) {
+                return caps.error();
+            }
+        }
+    } else if (kind == file_kind::regular) {
+        if ((stx.stx_mask & STATX_MNT_ID) == 0) {
+            return make_error_msg(ENOTSUP, fmt::format("write cache {}: statx gives no mount id (Linux 5.8+)",
+                                                       path));
+        }
+        const std::pair<dev_t, std::uint64_t> key{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_mnt_id};
+        std::optional<file_device> known;
+        {
+            std::lock_guard lock(cache_mutex);
+            if (auto it = file_devices.find(key); it != file_devices.end()) {
+                known = it->second;
+            }
+        }
+        if (!known) {
+            // The first question about this filesystem: the record resolves its devices (and
+            // files them under the key).
+            auto caps = stat(fd, path);
+            if (!caps) {
+                return caps.error();
+            }
+            known.emplace();
+            if (caps->device) {
+                for (const auto& d : caps->devices) {
+                    known->devnos.push_back(makedev(d.device.major, d.device.minor));
+                }
+            } else {
+                known->no_device_reason = caps->cache.effective_reason;
+            }
+        }
+        if (known->devnos.empty()) {
+            write_cache_state st;
+            st.reason = known->no_device_reason;
+            return st;
+        }
+        devnos = known->devnos;
+    } else {
+        return make_error_msg(kind == file_kind::directory ? EISDIR : EINVAL,
+                              fmt::format("write cache {}: {} (expected a regular file or a block device)", path,
+                                          describe(kind)));
+    }
+    // Over several devices (btrfs) the least safe answer, as the record's: write-back if any
+    // device is, unknown if any is unknown, write-through only if all are; the oldest reading.
+    write_cache_state st;
+    bool all_through = true;
+    std::string reasons;
+    for (const dev_t devno : devnos) {
+        const probe::cache_reading r = probe::device_write_cache(devno, max_age);
+        const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(probe::cache_clock::now() - r.read_at);
+        st.age = std::max(st.age, age);
+        st.reread = st.reread || r.reread || r.read_at >= called;  // also the first read, by the stat above
+        if (r.effective == cache_mode::write_back) {
+            st.effective = cache_mode::write_back;
+        }
+        all_through = all_through && r.effective == cache_mode::write_through;
+        reasons += (reasons.empty() ? "" : "; ") +
+                   (devnos.size() > 1 ? fmt::format("{}:{}: {}", major(devno), minor(devno), r.reason) : r.reason);
+    }
+    if (all_through) {
+        st.effective = cache_mode::write_through;
+    }
+    st.reason = std::move(reasons);
+    return st;
+}
 
 // The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors): in
 // a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.

@@ -26,6 +26,8 @@ constexpr std::uint64_t flush_tag = UINT64_MAX;
 
 }  // namespace
 
+uring_engine::uring_engine(writer::impl& w) : w_(w), mode_(w.mode), nvme_fua_(w.fua_by_nvme(mode_)) {}
+
 status uring_engine::start() {
     const unsigned depth = w_.options.queue_depth;
     unsigned flags = 0;
@@ -33,7 +35,7 @@ status uring_engine::start() {
     if (iopoll_) {
         flags |= IORING_SETUP_IOPOLL;
     }
-    sqe128_ = (w_.nvme_fua || w_.nvme_flush) && !w_.uring_cmd_missing;
+    sqe128_ = (nvme_fua_ || w_.nvme_flush) && !w_.uring_cmd_missing;
     // Room for a flush next to a full queue of writes (NVMe writes may take several commands
     // each; submission waits for room then).
     const unsigned entries = depth + 1;
@@ -94,7 +96,7 @@ status uring_engine::queue(std::uint32_t slot) {
         }
         return sqe;
     };
-    if (w_.nvme_fua) {
+    if (nvme_fua_) {
         if (!sqe128_) {
             // Synchronously through the ioctl; the op completes here.
             op.error = error_of(w_.write_nvme_fua_ioctl(op.buf, op.len, op.offset));
@@ -130,7 +132,7 @@ status uring_engine::queue(std::uint32_t slot) {
         }
         io_uring_prep_write(sqe, w_.fd.get(), op.buf + op.done, static_cast<unsigned>(op.len - op.done),
                             op.offset + op.done);
-        if (w_.mode == durability_mode::fua || op.alone) {
+        if (mode_ == durability_mode::fua || op.alone) {
             sqe->rw_flags = RWF_DSYNC;
         }
         io_uring_sqe_set_data64(sqe, slot);
@@ -155,7 +157,7 @@ void uring_engine::deliver(std::uint32_t slot) {
         c.error = std::move(op.error);
     } else {
         c.bytes = op.len;
-        if (w_.mode == durability_mode::fua) {
+        if (mode_ == durability_mode::fua) {
             w_.fua_writes++;
         }
         if (op.alone) {
@@ -193,7 +195,7 @@ void uring_engine::handle(const io_uring_cqe& cqe) {
     const auto slot = static_cast<std::uint32_t>(tag);
     async_op& op = ops_[slot];
     --op.parts_left;
-    if (w_.nvme_fua) {
+    if (nvme_fua_) {
         if (cqe.res == 0) {
             uring_cmd_ok_ = true;
             w_.passthrough_used = io::passthrough_path::uring_cmd;
@@ -224,7 +226,16 @@ void uring_engine::handle(const io_uring_cqe& cqe) {
     if (op.parts_left > 0) {
         return;
     }
-    if (w_.mode == durability_mode::flush && !op.error && !op.alone) {
+    bool flush = mode_ == durability_mode::flush && !op.error && !op.alone;
+    if (mode_ == durability_mode::through && !op.error) {
+        auto a = w_.acknowledge_through();
+        if (!a) {
+            op.error = flush_failed(a.error(), op);
+        } else {
+            flush = *a == writer::impl::through_ack::needs_flush;
+        }
+    }
+    if (flush) {
         const auto now = std::chrono::steady_clock::now();
         group_.write_completed(slot, now - op.t0, now);
         return;
@@ -232,10 +243,10 @@ void uring_engine::handle(const io_uring_cqe& cqe) {
     deliver(slot);
 }
 
-// Flush mode: starts the flush the group commit asks for.
+// Flush mode (and `through` writes after a move out of it): starts the flush the group commit
+// asks for.
 status uring_engine::maybe_flush() {
-    if (w_.mode != durability_mode::flush ||
-        !group_.flush_due(std::chrono::steady_clock::now(), writes_in_flight_ - ready_.size())) {
+    if (!group_.flush_due(std::chrono::steady_clock::now(), writes_in_flight_ - ready_.size())) {
         return {};
     }
     group_.start_flush();
@@ -355,18 +366,39 @@ result<std::size_t> uring_engine::complete(std::vector<writer_completion>& out, 
 
 psync_engine::psync_engine(writer::impl& w)
     : w_(w),
+      mode_(w.mode),
+      nvme_fua_(w.fua_by_nvme(mode_)),
       pool_(
           w.options.queue_depth,
-          [&w](const psync_pool::job& j) -> status {
-              if (w.nvme_fua) {
+          [&w, mode = mode_, nvme_fua = nvme_fua_](const psync_pool::job& j) -> status {
+              if (nvme_fua) {
                   return w.write_nvme_fua_ioctl(j.buf, j.len, j.offset);
               }
               ::iovec iov{const_cast<unsigned char*>(j.buf), j.len};
-              return w.write_plain(&iov, 1, j.offset, j.len, j.alone ? "write (psync, RWF_DSYNC)" : "write (psync)",
-                                   j.alone);
+              if (auto e = w.write_plain(&iov, 1, j.offset, j.len,
+                                         j.alone ? "write (psync, RWF_DSYNC)" : "write (psync)",
+                                         j.alone || mode == durability_mode::fua);
+                  !e.ok() || mode != durability_mode::through) {
+                  return e;
+              }
+              // A `through` write after a move out of it: the synchronous path's group commit
+              // (a flush started after it completed), shared with pwrite() and the other workers.
+              auto a = w.acknowledge_through();
+              status st;
+              if (!a) {
+                  st = a.error();
+              } else if (*a == writer::impl::through_ack::needs_flush) {
+                  st = w.commit.commit([&w] { return w.flush_now(); });
+              }
+              if (!st.ok()) {
+                  error_info err = std::move(st).error();
+                  err.message += fmt::format(" (write [offset {}, length {}] not durable)", j.offset, j.len);
+                  return err;
+              }
+              return st;
           },
-          w.mode == durability_mode::flush ? psync_pool::flush_fn([&w] { return w.flush_now(); })
-                                           : psync_pool::flush_fn(),
+          mode_ == durability_mode::flush ? psync_pool::flush_fn([&w] { return w.flush_now(); })
+                                          : psync_pool::flush_fn(),
           w.path) {}
 
 status psync_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
@@ -395,7 +427,7 @@ result<std::size_t> psync_engine::complete(std::vector<writer_completion>& out, 
             c.error = std::move(f.error);
         } else {
             c.bytes = f.len;
-            if (w_.mode == durability_mode::fua) {
+            if (mode_ == durability_mode::fua) {
                 w_.fua_writes++;
             }
             if (f.alone) {
@@ -452,6 +484,11 @@ void writer::impl::reset_async() {
 status writer::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
     if (auto e = p_->check_write(buf, len, offset); !e.ok()) {
         return e;
+    }
+    if (p_->async && p_->async->built_for() != p_->mode && p_->async_in_flight() == 0) {
+        // Moved out of `through` since the engine was set up, and nothing of it is left to hand
+        // back: one for the new mode.
+        p_->reset_async();
     }
     if (!p_->async) {
         if (auto e = p_->start_async(); !e.ok()) {

@@ -11,6 +11,7 @@
 #include "io/nvme_cmd.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/target.hpp"
+#include "probe/write_cache.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
 #include "util/private_fd_table.hpp"
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -85,9 +87,10 @@ status writer::impl::choose_mode() {
     // record says so (the filesystems whose traits say it was confirmed at the device).
     const bool file_fua =
         file_kind_of(caps) == file_kind::regular && *written && caps.cache.dsync_overwrite_fua.value_or(false);
-    nvme_fua = false;
+    nvme_fua = raw_nvme && fua_ok;
     nvme_flush = file_kind_of(caps) == file_kind::block && caps.nvme && raw_nvme;
     alone_as_dsync = false;
+    move_facts = {options.mode == durability_mode::through, nvme_fua, file_fua};
     // Flush mode on a file: what a write with nothing to group with does (lone_writes).
     const bool file = file_kind_of(caps) == file_kind::regular;
     const char* const alone_note = "; a write with no other in flight goes alone as RWF_DSYNC, the filesystem's "
@@ -101,9 +104,8 @@ status writer::impl::choose_mode() {
             reason = fmt::format("write-through ({}) and every byte of the range is a written extent: O_DIRECT "
                                  "writes need neither flush nor FUA",
                                  caps.cache.effective_reason);
-        } else if (raw_nvme && fua_ok) {
+        } else if (nvme_fua) {
             mode = durability_mode::fua;
-            nvme_fua = true;
             reason = fmt::format("write-back cache, raw NVMe namespace: NVMe Write with FUA through {}, never a "
                                  "preflush",
                                  caps.nvme->char_device);
@@ -141,8 +143,7 @@ status writer::impl::choose_mode() {
         reason = write_through ? "forced; write-through device" : "forced UNSAFE: the device cache is not write-through";
         break;
     case durability_mode::fua:
-        if (raw_nvme && fua_ok) {
-            nvme_fua = true;
+        if (nvme_fua) {
             reason = "forced; NVMe Write with FUA through " + caps.nvme->char_device;
         } else if (file_kind_of(caps) == file_kind::regular && *written) {
             reason = fmt::format("forced; RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason);
@@ -193,6 +194,74 @@ status writer::impl::flush_now() {
         return make_error("fdatasync", path, errno);
     }
     return {};
+}
+
+void writer::impl::settle_mode(writer_detail::watch_clock::time_point read_at) {
+    {
+        std::lock_guard lock(watch_mutex);
+        reasons_.clear();
+        reasons_.push_back(reason);
+        published_reason = &reasons_.back();
+    }
+    watch_cache = mode == durability_mode::through && !options.allow_unsafe_through && caps.device.has_value();
+    if (watch_cache) {
+        cache_devno = makedev(caps.device->major, caps.device->minor);
+        verified_at = read_at.time_since_epoch().count();
+    }
+}
+
+result<writer::impl::through_ack> writer::impl::acknowledge_through() {
+    using writer_detail::watch_clock;
+    if (mode != durability_mode::through) {
+        return through_ack::needs_flush;
+    }
+    if (!watch_cache) {
+        return through_ack::ack;  // allow_unsafe_through: through whatever the cache does
+    }
+    const auto verified = [this] { return watch_clock::time_point(watch_clock::duration(verified_at.load())); };
+    const auto max_age = std::chrono::duration_cast<watch_clock::duration>(options.cache_max_age);
+    if (!writer_detail::reread_due(verified(), watch_clock::now(), max_age)) {
+        return through_ack::ack;
+    }
+    std::lock_guard lock(watch_mutex);
+    if (mode != durability_mode::through) {
+        return through_ack::needs_flush;  // moved while this call waited: the move's flush may predate the write
+    }
+    if (!writer_detail::reread_due(verified(), watch_clock::now(), max_age)) {
+        return through_ack::ack;  // re-read while this call waited
+    }
+    const probe::cache_reading r = probe::device_write_cache(cache_devno, max_age);
+    if (r.reread) {
+        cache_rereads++;
+    }
+    const writer_detail::cache_move m = writer_detail::after_reread(r.effective, move_facts);
+    if (!m.move) {
+        verified_at = r.read_at.time_since_epoch().count();
+        return through_ack::ack;
+    }
+    // Out of `through` for good (refresh() may choose it again). Every write that completes from
+    // now on sees the new mode and is made durable by it; every write completed before is
+    // covered by the flush below, this call's own included.
+    const auto age_ms = std::chrono::duration<double, std::milli>(watch_clock::now() - verified()).count();
+    reasons_.push_back(fmt::format(
+        "moved from through to {}: the write cache is no longer write-through ({}; the answer before was read "
+        "{:.0f} ms earlier); a flush covered every write acknowledged before the move; {}",
+        to_string(m.to), r.effective ? r.reason : "unknown: " + r.reason, age_ms,
+        m.to == durability_mode::fua
+            ? (fua_by_nvme(m.to) ? "NVMe Write with FUA through " + caps.nvme->char_device
+                                 : fmt::format("RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason))
+            : std::string("one flush per group of writes")));
+    mode = m.to;
+    published_reason = &reasons_.back();
+    mode_changes++;
+    if (auto e = flush_now(); !e.ok()) {
+        error_info err = std::move(e).error();
+        err.message += fmt::format(" (the flush of the move out of through, after the write cache turned {}: the "
+                                   "writes acknowledged since {:.0f} ms ago may not be durable)",
+                                   r.effective ? to_string(*r.effective) : "unknown", age_ms);
+        return err;
+    }
+    return through_ack::ack;
 }
 
 std::uint64_t writer::impl::nvme_part_bytes() const {
@@ -340,8 +409,8 @@ void ring_pool::release(std::unique_ptr<io::detail::ring> r) {
 }  // namespace writer_detail
 
 status writer::impl::write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len,
-                                 const char* what, bool alone) {
-    const int flags = mode == durability_mode::fua || alone ? RWF_DSYNC : 0;
+                                 const char* what, bool dsync) {
+    const int flags = dsync ? RWF_DSYNC : 0;
     std::vector<::iovec> rest(iov, iov + iovcnt);
     std::size_t done = 0, first = 0;
     while (done < len) {
@@ -418,6 +487,12 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     if (auto e = io::validate(p->options.completion, p->options.queue_depth); !e.ok()) {
         return std::move(e).error();
     }
+    if (p->options.cache_max_age.count() < 0) {
+        return make_error_msg(EINVAL, fmt::format("writer {}: cache_max_age must not be negative ({} ns)", path,
+                                                  p->options.cache_max_age.count()));
+    }
+    // The cache answer the mode rests on is read within stat(): no later than this.
+    const auto read_at = writer_detail::watch_clock::now();
     auto caps = stat(probe.get(), path, stat_options{true});
     if (!caps) {
         return caps.error();
@@ -468,6 +543,7 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     if (auto e = p->choose_mode(); !e.ok()) {
         return std::move(e).error();
     }
+    p->settle_mode(read_at);
     if (auto e = p->open_fds(); !e.ok()) {
         return std::move(e).error();
     }
@@ -646,7 +722,9 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
         len += iov[i].iov_len;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    if (w.nvme_fua) {
+    // The mode once, for the whole write: a move out of `through` on another thread changes it.
+    const durability_mode m = w.mode;
+    if (w.fua_by_nvme(m)) {
         std::uint64_t at = offset;
         for (int i = 0; i < iovcnt; ++i) {
             if (auto e = w.write_nvme_fua(iov[i].iov_base, iov[i].iov_len, at); !e.ok()) {
@@ -657,7 +735,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
         w.fua_writes++;
     } else {
         bool alone = false;
-        const bool counted = w.alone_as_dsync;
+        const bool counted = w.alone_as_dsync && m == durability_mode::flush;
         if (counted) {
             std::lock_guard lock(w.lone_mutex);
             alone = w.sync_lone.starts(w.sync_writes_in_flight);
@@ -669,17 +747,29 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
                 --w.sync_writes_in_flight;
             }
         };
-        if (auto e = w.write_plain(iov, iovcnt, offset, len, alone ? "write (RWF_DSYNC)" : "write", alone);
+        if (auto e = w.write_plain(iov, iovcnt, offset, len, alone ? "write (RWF_DSYNC)" : "write",
+                                   alone || m == durability_mode::fua);
             !e.ok()) {
             left();
             return std::move(e).error();
         }
-        if (w.mode == durability_mode::fua) {
+        if (m == durability_mode::fua) {
             w.fua_writes++;
+        }
+        bool flush = m == durability_mode::flush && !alone;
+        if (m == durability_mode::through) {
+            auto a = w.acknowledge_through();
+            if (!a) {
+                error_info err = a.error();
+                err.message += fmt::format(" (write [offset {}, length {}] not durable)", offset, len);
+                left();
+                return err;
+            }
+            flush = *a == writer::impl::through_ack::needs_flush;
         }
         if (alone) {
             w.dsync_writes++;
-        } else if (w.mode == durability_mode::flush) {
+        } else if (flush) {
             // The flush's error (fdatasync or NVMe Flush, with its path) goes to every write it
             // covered, whichever thread ran it: each names its own range.
             if (auto e = w.commit.commit([&w] { return w.flush_now(); }); !e.ok()) {
@@ -696,7 +786,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
 }
 
 durability_mode writer::mode() const noexcept { return p_->mode; }
-const std::string& writer::reason() const noexcept { return p_->reason; }
+const std::string& writer::reason() const noexcept { return *p_->published_reason.load(); }
 std::uint32_t writer::alignment() const noexcept { return std::max(p_->mem_align, p_->offset_align); }
 completion_mode writer::completion() const noexcept { return p_->options.completion.mode; }
 
@@ -707,6 +797,8 @@ writer_stats writer::stats() const {
     s.fua_writes = p_->fua_writes;
     s.flushes = p_->flushes;
     s.dsync_writes = p_->dsync_writes;
+    s.cache_rereads = p_->cache_rereads;
+    s.mode_changes = p_->mode_changes;
     if (const auto used = p_->passthrough_used.load()) {
         s.passthrough = io::to_string(*used);
     }
@@ -740,6 +832,7 @@ status writer::refresh() {
                                                  "complete() them first",
                                                  w.path, w.async_in_flight()));
     }
+    const auto read_at = writer_detail::watch_clock::now();
     auto caps = stat(w.fd.get(), w.path, stat_options{true});
     if (!caps) {
         return caps.error();
@@ -757,6 +850,7 @@ status writer::refresh() {
     if (!e.ok()) {
         return e;
     }
+    w.settle_mode(read_at);
     w.reset_async();  // the next submit() sets up an engine for the new mode
     if ((w.mode == durability_mode::dsync) != (before == durability_mode::dsync) || w.nvme_fua || w.nvme_flush) {
         // A file's descriptor is kept (see `retired`): a regular file reopens only when the

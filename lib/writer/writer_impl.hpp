@@ -10,6 +10,7 @@
 #include "io/nvme_cmd.hpp"
 #include "io/ring.hpp"
 #include "util/unique_fd.hpp"
+#include "writer/cache_watch.hpp"
 #include "writer/group_commit.hpp"
 #include "writer/psync_pool.hpp"
 
@@ -17,9 +18,12 @@
 
 #include <sys/uio.h>
 
+#include <sys/types.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +59,10 @@ public:
     [[nodiscard]] virtual std::size_t writes_in_flight() const noexcept = 0;
     [[nodiscard]] virtual io::reaper_counters counters() const = 0;
     [[nodiscard]] virtual io_engine engine() const noexcept = 0;
+    // The writer's mode when this engine was set up: its writes are sent as that mode sends
+    // them. After a move out of `through` its writes in that mode are flushed before they are
+    // handed back; the next submit() with nothing in flight sets up an engine for the new mode.
+    [[nodiscard]] virtual durability_mode built_for() const noexcept = 0;
 };
 
 // io_uring: one ring, its reaper (interrupt, poll or adaptive completion), the slots of the
@@ -63,7 +71,7 @@ public:
 // synchronous path shares none of this.
 class uring_engine final : public async_engine {
 public:
-    explicit uring_engine(writer::impl& w) : w_(w) {}
+    explicit uring_engine(writer::impl& w);
 
     // Sets up the ring; its error (io_uring setup, with the errno) before any submit().
     status start();
@@ -72,6 +80,7 @@ public:
     [[nodiscard]] std::size_t writes_in_flight() const noexcept override { return writes_in_flight_; }
     [[nodiscard]] io::reaper_counters counters() const override;
     [[nodiscard]] io_engine engine() const noexcept override { return io_engine::io_uring; }
+    [[nodiscard]] durability_mode built_for() const noexcept override { return mode_; }
 
 private:
     status queue(std::uint32_t slot);
@@ -82,6 +91,8 @@ private:
     status submit_sqes();
 
     writer::impl& w_;
+    const durability_mode mode_;  // the writer's when this engine was made
+    const bool nvme_fua_;         // its writes are NVMe Writes with FUA
     std::unique_ptr<io::detail::ring> ring_;  // null until start()
     bool iopoll_ = false;
     bool sqe128_ = false;         // the ring takes uring_cmd (NVMe passthrough)
@@ -90,7 +101,7 @@ private:
     std::vector<std::uint32_t> free_slots_;
     unsigned commands_in_flight_ = 0;  // SQEs submitted and not yet reaped (flush included)
     std::size_t writes_in_flight_ = 0; // submit()ted and not yet handed back
-    flush_batcher group_;               // flush mode
+    flush_batcher group_;               // flush mode, and `through` writes after a move out of it
     lone_writes lone_;                  // flush mode on a file: which writes go alone
     std::vector<writer_completion> ready_;  // durable or failed, not yet handed back
     std::vector<double> ready_latency_us_;
@@ -112,9 +123,12 @@ public:
     [[nodiscard]] std::size_t writes_in_flight() const noexcept override { return pool_.in_flight(); }
     [[nodiscard]] io::reaper_counters counters() const override;
     [[nodiscard]] io_engine engine() const noexcept override { return io_engine::psync; }
+    [[nodiscard]] durability_mode built_for() const noexcept override { return mode_; }
 
 private:
     writer::impl& w_;
+    const durability_mode mode_;  // the writer's when this engine was made
+    const bool nvme_fua_;         // its writes are NVMe Writes with FUA (the ioctl)
     lone_writes lone_;  // flush mode on a file: which writes go alone (submit() runs on one thread)
     psync_pool pool_;
 };
@@ -147,11 +161,15 @@ struct writer::impl {
     std::uint64_t offset = 0, length = 0;
     writer_options options;
     capabilities caps;
-    durability_mode mode = durability_mode::dsync;
-    std::string reason;
+    // Read by writes on any thread; changed by open() and refresh(), which nothing runs beside,
+    // and by a move out of `through` (acknowledge_through), which only ever leaves `through`.
+    std::atomic<durability_mode> mode{durability_mode::dsync};
+    std::string reason;  // choose_mode's; what reason() returns is published_reason
     std::uint32_t mem_align = 4096, offset_align = 4096;
     unique_fd fd;        // O_RDWR | O_DIRECT (| O_DSYNC in dsync mode)
     unique_fd char_fd;   // raw namespace: NVMe Write with FUA, NVMe Flush
+    // A raw NVMe namespace with FUA and passthrough: mode fua sends NVMe Writes with FUA (else
+    // RWF_DSYNC on a file). Set whatever the mode, so that a move to fua can use it.
     bool nvme_fua = false;
     bool nvme_flush = false;  // raw NVMe namespace: flush with an NVMe Flush, not fdatasync
     // Flush mode on a regular file: a write with nothing to group with goes as RWF_DSYNC
@@ -166,6 +184,18 @@ struct writer::impl {
     std::mutex lone_mutex;
     std::size_t sync_writes_in_flight = 0;
     writer_detail::lone_writes sync_lone;
+
+    // Mode `through` and its write cache (cache_watch.hpp): watched unless allow_unsafe_through.
+    bool watch_cache = false;
+    dev_t cache_devno = 0;        // the record's device: probe::device_write_cache
+    writer_detail::through_facts move_facts;  // where a move goes
+    std::atomic<writer_detail::watch_clock::rep> verified_at{0};  // when the last write-through answer's read started
+    std::mutex watch_mutex;  // one re-read (and move) at a time; guards reasons_
+    // reason() returns a reference that must stay valid while a move publishes a new reason on
+    // another thread: every reason since open() or refresh() is kept (a move adds one).
+    std::deque<std::string> reasons_;
+    std::atomic<const std::string*> published_reason{nullptr};
+    std::atomic<std::uint64_t> cache_rereads{0}, mode_changes{0};
 
     std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
     std::atomic<std::uint64_t> dsync_writes{0};  // flush mode: writes that went alone (RWF_DSYNC)
@@ -186,16 +216,29 @@ struct writer::impl {
     [[nodiscard]] io_engine async_engine_kind() const;
 
     status choose_mode();
+    // After choose_mode (open, refresh): publishes `reason` and starts watching the cache in
+    // `through`, the answer the mode rests on having been read from READ_AT.
+    void settle_mode(writer_detail::watch_clock::time_point read_at);
+    // A write sent in mode `through` has completed: may it be acknowledged as it is? `ack` when
+    // the cache answer it rests on is at most options.cache_max_age old (re-read first when it
+    // is older), or when this call moved the writer out of `through` and its flush, which covers
+    // every write completed so far, succeeded (the flush's error otherwise). `needs_flush` when
+    // another call moved the writer meanwhile: a flush that starts after this write completed
+    // makes it durable.
+    enum class through_ack { ack, needs_flush };
+    result<through_ack> acknowledge_through();
+    // The mode fua's writes on this writer are NVMe Writes with FUA.
+    [[nodiscard]] bool fua_by_nvme(durability_mode m) const noexcept { return m == durability_mode::fua && nvme_fua; }
     status open_fds();
     status flush_now();
     status check_write(const void* buf, std::size_t len, std::uint64_t off) const;
     status write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
     status write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
-    // pwritev2 of [off, off + len) from iov, short writes continued (RWF_DSYNC in fua
-    // mode, and for a write that goes `alone` in flush mode); errors name `what`, the path
-    // and the range not written.
+    // pwritev2 of [off, off + len) from iov, short writes continued (RWF_DSYNC when `dsync`:
+    // fua mode on a file, and a write that goes `alone` in flush mode); errors name `what`, the
+    // path and the range not written.
     status write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len, const char* what,
-                       bool alone = false);
+                       bool dsync);
     [[nodiscard]] std::uint64_t nvme_part_bytes() const;
     // The NVMe Writes with FUA that carry [off, off + len) from buf: split at the transfer
     // limit, the partition's start added. fn(words, slba, nlb) returns false to stop; so

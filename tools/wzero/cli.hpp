@@ -82,6 +82,9 @@ struct bench_args {
     double seconds = 0;
     bool random = false, unsafe = false, json = false;
     bool force = false;  // write to a device with a filesystem signature
+    // Mode through: re-read the write cache before an acknowledgement when the answer is older
+    // than this (writer_options::cache_max_age)
+    std::uint64_t cache_max_age_us = 100000;
 };
 void add_bench_commands(CLI::App& app, bench_args& args);
 int run_bench_write(const bench_args& args);
@@ -100,6 +103,8 @@ bool parse_positive_size_arg(const std::string& what, const std::string& text, s
 // negatives: each of these silently meant something else.
 // A whole decimal number from 1 to max (the option's type's largest value, or a tighter bound).
 CLI::Validator positive_integer(std::uint64_t max);
+// The same from 0.
+CLI::Validator whole_number(std::uint64_t max);
 // A number of seconds greater than zero and at most 10^9 (about 31 years; a longer one
 // would overflow the clock's deadline).
 CLI::Validator positive_seconds();

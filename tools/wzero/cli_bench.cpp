@@ -70,6 +70,11 @@ void add_bench_commands(CLI::App& app, bench_args& a) {
     a.length_option =
         w->add_option("-l,--length", a.length, "Length of the range (default: to the end)")->type_name("num");
     w->add_flag("--unsafe-through", a.unsafe, "Allow --mode through on a write-back cache");
+    w->add_option("--cache-max-age", a.cache_max_age_us,
+                  "Mode through: re-read the write cache before acknowledging a write when the last answer is "
+                  "older than this many microseconds (default 100000; 0: before every write)")
+        ->type_name("usec")
+        ->check(whole_number(1000000000000ULL));
     w->add_flag("-f,--force", a.force, "Write to a block device that holds a filesystem or partition table");
     w->add_flag("-J,--json", a.json, "Print JSON");
     w->add_option("path", a.path, "Preallocated file or block device")->required();
@@ -249,6 +254,7 @@ int run_bench_write(const bench_args& a) {
                : a.mode == "dsync" ? wz::durability_mode::dsync
                                    : wz::durability_mode::automatic;
     opt.allow_unsafe_through = a.unsafe;
+    opt.cache_max_age = std::chrono::microseconds(a.cache_max_age_us);
     opt.force = a.force;
     opt.completion.mode = a.completion == "poll"       ? wz::completion_mode::poll
                           : a.completion == "adaptive" ? wz::completion_mode::adaptive
@@ -325,6 +331,9 @@ int run_bench_write(const bench_args& a) {
                                  {"fua_writes", s.fua_writes},
                                  {"flushes", s.flushes},
                                  {"dsync_writes", s.dsync_writes},
+                                 {"cache_rereads", s.cache_rereads},
+                                 {"cache_rereads_per_second", static_cast<double>(s.cache_rereads) / secs},
+                                 {"mode_changes", s.mode_changes},
                                  {"passthrough", s.passthrough},
                                  {"blocking_waits", s.blocking_waits},
                                  {"busy_looks", s.busy_looks},
@@ -353,6 +362,10 @@ int run_bench_write(const bench_args& a) {
     fmt::print("latency p50 {:.1f} us, p99 {:.1f} us, p99.9 {:.1f} us; FUA writes {}, flushes issued {}, "
                "writes alone as RWF_DSYNC {}\n",
                s.p50_us, s.p99_us, s.p999_us, s.fua_writes, s.flushes, s.dsync_writes);
+    if (w->mode() == wz::durability_mode::through || s.mode_changes > 0) {
+        fmt::print("write cache re-read {} times ({:.1f} per second), mode changes {}\n", s.cache_rereads,
+                   static_cast<double>(s.cache_rereads) / secs, s.mode_changes);
+    }
     say_interrupted();
     return sig != 0 ? exit_failure : exit_ok;
 }

@@ -52,21 +52,29 @@ void print_error(const std::string& message) {
     print_stderr(std::string(program_name) + ": " + message + "\n");
 }
 
-CLI::Validator positive_integer(std::uint64_t max) {
+namespace {
+
+CLI::Validator integer_from(std::uint64_t min, std::uint64_t max, const char* desc, const char* name) {
     return CLI::Validator(
-        [max](std::string& text) -> std::string {
+        [min, max](std::string& text) -> std::string {
             // Digits only: no sign, no "0x" (from_chars takes neither); from_chars also
             // refuses what does not fit in 64 bits, which CLI11 would saturate.
             std::uint64_t v = 0;
             const char* end = text.data() + text.size();
             const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-            if (text.empty() || ec != std::errc() || ptr != end || v == 0 || v > max) {
-                return fmt::format("invalid value '{}': must be a whole number from 1 to {}", text, max);
+            if (text.empty() || ec != std::errc() || ptr != end || v < min || v > max) {
+                return fmt::format("invalid value '{}': must be a whole number from {} to {}", text, min, max);
             }
             return {};
         },
-        "POSITIVE", "positive integer");
+        desc, name);
 }
+
+}  // namespace
+
+CLI::Validator positive_integer(std::uint64_t max) { return integer_from(1, max, "POSITIVE", "positive integer"); }
+
+CLI::Validator whole_number(std::uint64_t max) { return integer_from(0, max, "NUMBER", "whole number"); }
 
 CLI::Validator positive_seconds() {
     return CLI::Validator(

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// wz_rocksdb_ackwriter DIR FIRST COUNT RECYCLE FLUSH_EVERY [FS [close|nosync]]
+// wz_rocksdb_ackwriter DIR FIRST COUNT RECYCLE FLUSH_EVERY [FS [close|nosync [STOP_FILE]]]
 // Opens the RocksDB database DIR on the file system RocksDB's registry gives for FS ("wzero",
 // the default; "posix": RocksDB's own, the control),
 // writes keys FIRST .. FIRST+COUNT-1 with sync=true, printing "ack N" once each is
@@ -8,8 +8,10 @@
 // checks) unless "close" is given. "nosync": the crash tests' control, a writer that
 // acknowledges what it has not made durable: sync=false and manual_wal_flush, so the WAL
 // records since the last memtable flush stay in RocksDB's own buffer (a process death loses
-// them) and reach at most the page cache (a power cut loses them). For the unit tests and the crash tests: a fresh process, so
-// that no RocksDB thread pool is inherited across fork().
+// them) and reach at most the page cache (a power cut loses them). STOP_FILE: once it exists,
+// "stop seen" is printed and 32 more keys are written (COUNT stays the limit). For the unit
+// tests and the crash tests: a fresh process, so that no RocksDB thread pool is inherited
+// across fork().
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -29,7 +31,8 @@ extern "C" int wzero_rocksdb_register(rdb::ObjectLibrary& library, const std::st
 
 int main(int argc, char** argv) {
     if (argc < 6) {
-        std::fprintf(stderr, "usage: %s DIR FIRST COUNT RECYCLE FLUSH_EVERY [wzero|posix [close|nosync]]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s DIR FIRST COUNT RECYCLE FLUSH_EVERY [wzero|posix [close|nosync [STOP_FILE]]]\n",
+                     argv[0]);
         return 1;
     }
     const std::string dir = argv[1];
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
     const std::string fs_name = argc > 6 ? argv[6] : "wzero";
     const bool close = argc > 7 && std::strcmp(argv[7], "close") == 0;
     const bool nosync = argc > 7 && std::strcmp(argv[7], "nosync") == 0;
+    const std::string stop_file = argc > 8 ? argv[8] : "";
+    long stop_at = -1;  // the last key, once the stop file was seen
     if (argc > 7 && !close && !nosync) {
         std::fprintf(stderr, "%s: unknown mode '%s' (close or nosync)\n", argv[0], argv[7]);
         return 1;
@@ -77,7 +82,12 @@ int main(int argc, char** argv) {
     }
     rdb::WriteOptions w;
     w.sync = !nosync;
-    for (long i = first; i < first + count; ++i) {
+    for (long i = first; i < first + count && (stop_at < 0 || i <= stop_at); ++i) {
+        if (stop_at < 0 && !stop_file.empty() && ::access(stop_file.c_str(), F_OK) == 0) {
+            stop_at = i + 31;
+            std::printf("stop seen\n");
+            std::fflush(stdout);
+        }
         const std::string key = "key" + std::to_string(i);
         const std::string value(100, static_cast<char>('a' + i % 26));
         if (auto s = db->Put(w, key, value); !s.ok()) {

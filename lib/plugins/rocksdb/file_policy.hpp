@@ -59,7 +59,12 @@
 //          CoW, other fs, data=journal, unknown cache)
 // sync_file_range with all three flags is WB_SYNC_ALL writeback of the range (Linux 5.2+,
 // fs/sync.c) and, with no size change and no extent conversion pending, nothing else is
-// needed for the data to be readable after power loss on a write-through device. RocksDB's
+// needed for the data to be readable after power loss on a write-through device. The record
+// of the open says write-through; Set Features FID 06h, a vendor tool or a controller reset
+// can make that false later without Linux noticing, so after each sync_file_range the cache
+// is asked again (wz::write_cache, an answer at most wz::default_cache_max_age old, read again
+// when older): anything but write-through makes that Sync, and every later one of the file,
+// the wrapped fdatasync. RocksDB's
 // write group already shares one sync among concurrent writers (its group commit).
 #pragma once
 

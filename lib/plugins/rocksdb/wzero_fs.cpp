@@ -165,8 +165,9 @@ public:
 
     rdb::IOStatus Sync(const rdb::IOOptions& options, rdb::IODebugContext* dbg) override {
         const std::uint64_t appended = target()->GetFileSize(options, dbg);
-        if (route_for_sync(policy_, appended, durable_end_.load(std::memory_order_acquire)) ==
-            sync_route::writeback_only) {
+        if (!write_back_seen_.load(std::memory_order_acquire) &&
+            route_for_sync(policy_, appended, durable_end_.load(std::memory_order_acquire)) ==
+                sync_route::writeback_only) {
             // WB_SYNC_ALL writeback of every dirty page of the file, waiting for pages already
             // under writeback first; no metadata is pending (written extents, durable size) and
             // the device writes through, so nothing else makes the pages more durable.
@@ -175,8 +176,11 @@ public:
                 0) {
                 return io_error("While sync_file_range " + path_, errno);
             }
-            writeback_syncs_.fetch_add(1, std::memory_order_relaxed);
-            return rdb::IOStatus::OK();
+            if (still_write_through()) {
+                writeback_syncs_.fetch_add(1, std::memory_order_relaxed);
+                return rdb::IOStatus::OK();
+            }
+            // The pages are on the device, maybe in its cache: the wrapped Sync flushes it.
         }
         wrapped_syncs_.fetch_add(1, std::memory_order_relaxed);
         return target()->Sync(options, dbg);
@@ -205,6 +209,24 @@ public:
     }
 
 private:
+    // After sync_file_range wrote the pages: whether the device still writes through. The
+    // record said so when the file was opened, but Set Features FID 06h, a vendor tool or a
+    // controller reset can turn the cache on at any time, and Linux does not re-read it:
+    // wz::write_cache reads it again when its answer is older than wz::default_cache_max_age,
+    // so no Sync returns on an answer older than that. Once it says anything else, this file's
+    // syncs are the wrapped fdatasync for good.
+    bool still_write_through() {
+        auto c = wz::write_cache(fd_, path_);
+        if (c && c->effective == wz::cache_mode::write_through) {
+            return true;
+        }
+        write_back_seen_.store(true, std::memory_order_release);
+        say("%s %s: the write cache is no longer write-through (%s): Sync is fdatasync from now on",
+            to_string(policy_.role), path_.c_str(),
+            !c ? c.error().message.c_str() : c->effective ? c->reason.c_str() : ("unknown: " + c->reason).c_str());
+        return false;
+    }
+
     // Back to what RocksDB appended, as PosixWritableFile::Close does after preallocating.
     void trim() {
         const std::uint64_t appended = target()->GetFileSize(rdb::IOOptions(), nullptr);
@@ -259,6 +281,7 @@ private:
     std::uint64_t keep_size_end_ = 0;           // fallocate(KEEP_SIZE) may have left blocks below this
     std::uint64_t zeroed_bytes_ = 0, zero_calls_ = 0, gave_way_calls_ = 0;
     std::atomic<std::uint64_t> writeback_syncs_{0}, wrapped_syncs_{0};
+    std::atomic<bool> write_back_seen_{false};  // still_write_through said no once
 };
 
 bool plain_writes(const rdb::FileOptions& options) {

@@ -257,6 +257,28 @@ static int wzs_truncate(sqlite3_file* f, sqlite3_int64 size) {
     return rc;
 }
 
+/* After sync_file_range wrote the pages: whether the device still writes through. The record
+ * said so when the WAL was opened, but Set Features FID 06h, a vendor tool or a controller
+ * reset can turn the cache on at any time, and Linux does not re-read it: wz_write_cache()
+ * reads it again when its answer is older than WZ_WRITE_CACHE_MAX_AGE_NS, so no sync returns
+ * on an answer older than that. Once it says anything else, the file's syncs are the unix
+ * VFS's fdatasync for good (SQLite reopens the WAL with a fresh record). */
+static int wzs_still_write_through(struct wzs_file* p) {
+    struct wz_cache_state wc;
+    int rc;
+    memset(&wc, 0, sizeof wc);
+    wc.size = sizeof wc;
+    rc = wz_write_cache(p->fd, WZ_WRITE_CACHE_MAX_AGE_NS, &wc);
+    if (rc == 0 && wc.effective == WZ_CACHE_WRITE_THROUGH) {
+        return 1;
+    }
+    sqlite3_log(SQLITE_NOTICE, "wzero: %s: the write cache is no longer write-through (%s): syncs are fdatasync",
+                p->path, rc != 0 ? wz_last_error() : wc.effective == WZ_UNKNOWN ? "unknown" : "write-back");
+    p->cache_write_through = rc != 0 || wc.effective == WZ_UNKNOWN ? WZ_UNKNOWN : 0;
+    p->flush_needed = rc != 0 || wc.effective == WZ_UNKNOWN ? WZ_UNKNOWN : 1;
+    return 0;
+}
+
 static int wzs_sync(sqlite3_file* f, int flags) {
     struct wzs_file* p = wzs(f);
     int rc;
@@ -279,8 +301,11 @@ static int wzs_sync(sqlite3_file* f, int flags) {
                 sqlite3_log(SQLITE_IOERR_FSYNC, "wzero: sync_file_range %s: %s", p->path, strerror(errno));
                 return SQLITE_IOERR_FSYNC;
             }
-            WZS_COUNT(syncs_writeback, 1);
-            return SQLITE_OK;
+            if (wzs_still_write_through(p)) {
+                WZS_COUNT(syncs_writeback, 1);
+                return SQLITE_OK;
+            }
+            /* The pages are on the device, maybe in its cache: the fdatasync below flushes it. */
         }
     }
     rc = p->sub->pMethods->xSync(p->sub, flags);
