@@ -8,8 +8,13 @@
 //   wz_hostile hold DEVICE SECONDS
 //       Opens DEVICE O_RDONLY | O_EXCL (the exclusive claim mkfs, mount and blkdiscard take),
 //       prints "held", and keeps it for at most SECONDS (or until SIGTERM).
+//   wz_hostile truncate PATH SIZE
+//       truncate(2) of PATH to SIZE bytes, by name: the call waits while another process holds
+//       an exclusive lease on the file (coreutils' and busybox's truncate(1) open the file with
+//       O_NONBLOCK instead, and fail with EWOULDBLOCK). Prints how long it waited, in ms.
 //
-// Both stop by themselves: a test that dies never leaves them running for long.
+// All stop by themselves: a test that dies never leaves them running for long (a truncate
+// waits at most /proc/sys/fs/lease-break-time, then the kernel breaks the lease).
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -32,7 +37,7 @@ std::atomic<bool> stop{false};
 extern "C" void on_term(int) { stop.store(true); }
 
 int usage() {
-    std::fprintf(stderr, "usage: wz_hostile swap DIR NAME1 NAME2 SECONDS | hold DEVICE SECONDS\n");
+    std::fprintf(stderr, "usage: wz_hostile swap DIR NAME1 NAME2 SECONDS | hold DEVICE SECONDS | truncate PATH SIZE\n");
     return 2;
 }
 
@@ -57,6 +62,22 @@ int swap(const char* dir, const char* a, const char* b, double seconds) {
         ++n;
     }
     std::printf("%lu\n", n);
+    return 0;
+}
+
+int truncate_by_name(const char* path, const char* size_text) {
+    char* end = nullptr;
+    errno = 0;
+    const long long size = std::strtoll(size_text, &end, 10);
+    if (errno != 0 || end == size_text || *end != '\0' || size < 0) {
+        return usage();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    if (::truncate(path, static_cast<off_t>(size)) != 0) {
+        std::fprintf(stderr, "wz_hostile: truncate %s to %lld: %s\n", path, size, std::strerror(errno));
+        return 1;
+    }
+    std::printf("%.1f\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return 0;
 }
 
@@ -89,6 +110,9 @@ int main(int argc, char** argv) {
     }
     if (argc == 4 && std::string(argv[1]) == "hold") {
         return hold(argv[2], std::atof(argv[3]));
+    }
+    if (argc == 4 && std::string(argv[1]) == "truncate") {
+        return truncate_by_name(argv[2], argv[3]);
     }
     return usage();
 }
