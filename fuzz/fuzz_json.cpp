@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The JSON emitter (lib/util/json_text.hpp) and the capability record's JSON
-// (lib/probe/record_json.cpp), where paths and names are bytes, not text.
+// (lib/record/record_json.cpp), where paths and names are bytes, not text.
 //   1. escape_invalid_utf8 on the input: it changes the text exactly when nlohmann's own
 //      UTF-8 check refuses it (two validators that must agree); the result is UTF-8; put
 //      back (\xNN -> byte), it is the input again (for inputs without a backslash, the one

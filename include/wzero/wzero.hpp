@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -101,8 +102,9 @@ struct io_engine_info {
 // explicitly never falls back: its setup errors are returned.
 // select_io_engine() after the choice was made returns EBUSY unless it asks for the same
 // engine (or automatic); an unknown WZERO_ENGINE value makes current_io_engine() say so in
-// its reason and choose automatically (the CLI refuses it instead).
-status select_io_engine(io_engine_request request);
+// its reason and choose automatically (the CLI refuses it instead). REQUESTED_BY names who
+// asked in the engine's reason ("forced (REQUESTED_BY)"): a program may name its option.
+status select_io_engine(io_engine_request request, std::string_view requested_by = "select_io_engine()");
 [[nodiscard]] io_engine_info current_io_engine();
 
 // ---------------------------------------------------------------------------
@@ -384,6 +386,10 @@ struct preallocate_options {
     bool sync = true;
     std::function<void(const progress_info&)> on_progress;
     const std::atomic<bool>* cancel = nullptr;   // set to stop; the run ends with ECANCELED
+    // The path forms: a missing file is created (0666 less the umask, named only once it is
+    // complete). Off: a missing file is an error (ENOENT), as util-linux's fallocate opens
+    // without O_CREAT for --keep-size and --zero-range.
+    bool create = true;
 };
 
 // One planned or executed step, as the report and `--dry-run` show it.
@@ -514,9 +520,11 @@ status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const prea
 // `verify_detail` say what was found; a failed check is an error naming the first bad spot.
 // A range ending past the end of the file or device is an error. Zeroes read back do not
 // prove a regular file's range by themselves (holes and unwritten extents read as zeroes):
-// without an extent map (tmpfs), `verified` stays unset, "not proven".
+// without an extent map (tmpfs), `verified` stays unset, "not proven". On a failure, PARTIAL
+// (when given) holds what was found: `verified` false and `verify_detail` for a failed check,
+// `verified` unset for an error that stopped it (open, read).
 result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                  verify_mode mode);
+                                  verify_mode mode, preallocate_report* partial = nullptr);
 
 // What the addresses FIEMAP gives for a file's extents are.
 enum class extent_addresses {

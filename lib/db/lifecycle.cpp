@@ -5,12 +5,15 @@
 // PostgreSQL's XLogFileInitInternal (zeroes into xlogtemp.PID, fsync, durable rename,
 // directory fsync), RocksDB's fallocate(KEEP_SIZE) (unwritten extents) and WAL recycling.
 
+#include "db/lifecycle.hpp"
+
 #include "probe/file_kind.hpp"
-#include "probe/target.hpp"
+#include "record/record.hpp"
+#include "target/target.hpp"
 #include "util/errors.hpp"
-#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
+#include "zero/zero.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -59,14 +62,18 @@ status check_name(const std::string& name, const std::string& dir) {
     return {};
 }
 
-status zero_range_here(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+}  // namespace
+
+namespace db {
+
+status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
                        preallocate_report* report) {
     preallocate_report partial;
-    auto r = preallocate(fd, self_fd_name(fd), offset, length, options, &partial);
+    auto r = zero::preallocate(fd, self_fd_name(fd), offset, length, options, &partial);
     return finish(std::move(r), partial, report);
 }
 
-status extend_here(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
+status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
     const std::string path = self_fd_name(fd);
     const std::string what = fmt::format("extend {} to {} bytes", path, new_size);
     struct ::stat st {};
@@ -99,10 +106,10 @@ status extend_here(int fd, std::uint64_t new_size, const preallocate_options& op
         }
         return {};
     }
-    return zero_range_here(fd, size, new_size - size, options, report);
+    return db::zero_range(fd, size, new_size - size, options, report);
 }
 
-status rezero_here(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
+status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
                    preallocate_report* report) {
     const std::string path = self_fd_name(fd);
     const std::string what = fmt::format("rezero {} [offset {}, length {}]", path, offset, length);
@@ -147,7 +154,7 @@ status rezero_here(int fd, std::uint64_t offset, std::uint64_t length, const pre
         }
     }
     preallocate_report partial;
-    auto r = preallocate(fd, path, offset, length, o, &partial);
+    auto r = zero::preallocate(fd, path, offset, length, o, &partial);
     preallocate_report& rep = r ? *r : partial;
     if (kind == file_kind::regular) {
         rep.decisions.insert(rep.decisions.begin(),
@@ -155,7 +162,7 @@ status rezero_here(int fd, std::uint64_t offset, std::uint64_t length, const pre
                              "writes otherwise), never FALLOC_FL_WRITE_ZEROES");
         // Where "in place" cannot hold, say so: a copy-on-write file gets new extents, and a
         // filesystem without an extent map cannot show that its extents stayed written.
-        if (auto caps = stat(fd, path); caps && caps->fs) {
+        if (auto caps = record::of(fd, path); caps && caps->fs) {
             if (caps->fs->cow) {
                 rep.decisions.push_back(fmt::format("rezero: not in place: {} writes this file's data to new "
                                                     "extents (copy-on-write: {})",
@@ -169,7 +176,7 @@ status rezero_here(int fd, std::uint64_t offset, std::uint64_t length, const pre
     return finish(std::move(r), partial, report);
 }
 
-status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
                           const preallocate_options& options, preallocate_report* report) {
     unique_fd dir(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) {
@@ -196,7 +203,7 @@ status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size
         return make_error_msg(err, fmt::format("create {}: fstatat: {}", path, errno_text(err)));
     }
 
-    // The file is built where no one looks for it (probe/target.hpp unnamed_file).
+    // The file is built where no one looks for it (target/target.hpp unnamed_file).
     auto tmp = target::unnamed_file::make(dir.get(), name, path, mode);
     if (!tmp) {
         return tmp.error();
@@ -207,7 +214,7 @@ status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size
     if (size > 0) {
         preallocate_options o = options;
         o.sync = true;  // the name must never point at data that is not durable
-        auto r = preallocate(tmp->fd(), path, 0, size, o, &rep);
+        auto r = zero::preallocate(tmp->fd(), path, 0, size, o, &rep);
         if (r) {
             rep = std::move(*r);
         }
@@ -244,40 +251,6 @@ status create_zeroed_here(int dirfd, const std::string& name, std::uint64_t size
     return {};
 }
 
-}  // namespace
-
-// Each call reopens and closes descriptors of the caller's file (O_DIRECT writes, verification
-// reads, probes): in a table of their own (util/private_fd_table.hpp), so that the process
-// keeps the POSIX locks it holds on the file (SQLite's). Progress still runs on the caller.
-status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
-                  preallocate_report* report) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<status>(fmt::format("zero_range {}", self_fd_name(fd)), table,
-                                       [&] { return zero_range_here(fd, offset, length, o, report); });
-}
-
-status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<status>(fmt::format("extend {} to {} bytes", self_fd_name(fd), new_size), table,
-                                       [&] { return extend_here(fd, new_size, o, report); });
-}
-
-status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
-              preallocate_report* report) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<status>(fmt::format("rezero {}", self_fd_name(fd)), table,
-                                       [&] { return rezero_here(fd, offset, length, o, report); });
-}
-
-status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
-                     const preallocate_options& options, preallocate_report* report) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<status>(fmt::format("create {}", name), table,
-                                       [&] { return create_zeroed_here(dirfd, name, size, mode, o, report); });
-}
+}  // namespace db
 
 }  // namespace wz

@@ -155,7 +155,9 @@ void reset_engine_for_testing() {
 
 }  // namespace io
 
-status select_io_engine(io_engine_request request) { return io::select_engine(request, "select_io_engine()"); }
+status select_io_engine(io_engine_request request, std::string_view requested_by) {
+    return io::select_engine(request, requested_by);
+}
 
 status io::select_engine(io_engine_request request, std::string_view source) {
     io::engine_state& s = io::state();

@@ -3,7 +3,7 @@
 
 // What the library believes about each filesystem, in one table (fs_table below), and what
 // only trying tells, cached per st_dev. The method rules (plan/assess.cpp), the record
-// (probe/fs.cpp, probe/stat.cpp) and the executor (zero/) read these facts from here and
+// (probe/fs.cpp, record/record.cpp) and the executor (zero/) read these facts from here and
 // nowhere else: adding a filesystem is adding a row.
 
 #include <sys/types.h>

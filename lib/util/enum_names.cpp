@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The names of the public enums as the capability record's JSON and the CLI print them: in
-// a file of their own, so that the record's JSON (probe/record_json.cpp) links without the
+// a file of their own, so that the record's JSON (record/record_json.cpp) links without the
 // probes and the I/O engine (fuzz/fuzz_json.cpp builds it alone).
 #include <wzero/wzero.hpp>
 

@@ -4,7 +4,7 @@
 // Opening again the file a descriptor refers to, with other flags (O_DIRECT, read-write, an
 // exclusive claim), through /proc/thread-self/fd/N: the same inode even when its name has been
 // swapped or unlinked since, which a second open by name cannot promise. Works on O_PATH
-// descriptors too, which is how probe/target.hpp turns a checked O_PATH handle into an open
+// descriptors too, which is how target/target.hpp turns a checked O_PATH handle into an open
 // file.
 
 #include "util/unique_fd.hpp"

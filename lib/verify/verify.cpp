@@ -5,10 +5,9 @@
 
 #include "extent/fiemap.hpp"
 #include "probe/file_kind.hpp"
-#include "probe/target.hpp"
+#include "target/target.hpp"
 #include "util/aligned_buffer.hpp"
 #include "util/errors.hpp"
-#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 
@@ -183,11 +182,7 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
     return {};
 }
 
-}  // namespace zero_check
-
-namespace {
-
-status verify_here(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
+status verify_path(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
                    preallocate_report& rep) {
     rep.path = path;
     rep.offset = offset;
@@ -204,27 +199,6 @@ status verify_here(const std::string& path, std::uint64_t offset, std::uint64_t 
     return zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep);
 }
 
-}  // namespace
-
-namespace zero_check {
-
-status verify_path(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
-                   preallocate_report& rep) {
-    return in_private_fd_table<status>(fmt::format("verify {}", path),
-                                       [&] { return verify_here(path, offset, length, mode, rep); });
-}
-
 }  // namespace zero_check
-
-// Opens PATH and reopens it O_DIRECT: in a table of its own (util/private_fd_table.hpp), so
-// that the process keeps its POSIX locks on the file.
-result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                  verify_mode mode) {
-    preallocate_report rep;
-    if (auto s = zero_check::verify_path(path, offset, length, mode, rep); !s.ok()) {
-        return std::move(s).error();
-    }
-    return rep;
-}
 
 }  // namespace wz

@@ -31,10 +31,10 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
                     std::uint64_t length, verify_mode mode, preallocate_report& rep,
                     verify_extent_of_damage* damage = nullptr);
 
-// wz::verify() keeping the report on a failure too (the CLI's `verify --json`): rep.verified
-// false and rep.verify_detail say what a failed check found (a hole, an unwritten extent, a
-// non-zero byte, the end of the file); an error that stopped the check (open, read) leaves
-// rep.verified unset.
+// wz::verify(), in the caller's descriptor table: opens PATH, then proves the range as
+// verify_range. On a failure REP keeps what was found: rep.verified false and rep.verify_detail
+// say what a failed check found (a hole, an unwritten extent, a non-zero byte, the end of the
+// file); an error that stopped the check (open, read) leaves rep.verified unset.
 status verify_path(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
                    preallocate_report& rep);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Private to lib/writer: the state behind wz::writer. writer::impl holds what both paths
+// Private to lib/writer (and wz::writer::open in api/): the state behind wz::writer. writer::impl holds what both paths
 // share (the target, its descriptors, the durability mode, the counters) and the synchronous
 // path's group commit; the asynchronous path keeps its own state in an async_engine
 // (async.cpp: io_uring or psync).
@@ -187,7 +187,7 @@ struct writer::impl {
 
     // Mode `through` and its write cache (cache_watch.hpp): watched unless allow_unsafe_through.
     bool watch_cache = false;
-    dev_t cache_devno = 0;        // the record's device: probe::device_write_cache
+    dev_t cache_devno = 0;        // the record's device: record::device_write_cache
     writer_detail::through_facts move_facts;  // where a move goes
     std::atomic<writer_detail::watch_clock::rep> verified_at{0};  // when the last write-through answer's read started
     std::mutex watch_mutex;  // one re-read (and move) at a time; guards reasons_
@@ -263,5 +263,18 @@ struct writer::impl {
     void record(std::size_t len, double us);
     result<bool> range_written();
 };
+
+namespace writer_detail {
+
+// A writer's state for PATH (opened as wz::writer::open(PATH) does: a block device claimed
+// exclusively), or for the caller's descriptor FD, with its mode chosen and its descriptors
+// open: in the caller's descriptor table (open.cpp). wz::writer::open carries the descriptors
+// into the process's table.
+result<std::unique_ptr<writer::impl>> open_path(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                                const writer_options& options);
+result<std::unique_ptr<writer::impl>> open_fd(int fd, const std::string& path, std::uint64_t offset,
+                                              std::uint64_t length, const writer_options& options);
+
+}  // namespace writer_detail
 
 }  // namespace wz

@@ -5,11 +5,12 @@
 
 #include "extent/fiemap.hpp"
 #include "probe/file_kind.hpp"
-#include "probe/target.hpp"
+#include "record/record.hpp"
+#include "target/target.hpp"
 #include "util/errors.hpp"
-#include "util/private_fd_table.hpp"
 #include "verify/verify.hpp"
 #include "zero/on_path.hpp"
+#include "zero/zero.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -244,7 +245,7 @@ status allocate_file(int fd, const std::string& path, std::uint64_t offset, std:
     }
     // The pieces proved themselves; the data between them was written extents when mapped.
     // The whole range is proven here, the data included (extents only: data is not zeroes).
-    auto caps = stat(fd, path);
+    auto caps = record::of(fd, path);
     if (!caps) {
         return caps.error();
     }
@@ -283,28 +284,22 @@ result<preallocate_report> allocate_here(int fd, const std::string& path, std::u
 
 }  // namespace
 
-// Both forms reopen and close descriptors of the file (through preallocate()): in a table of
-// their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks on it.
+namespace zero {
+
 result<preallocate_report> allocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
                                     const preallocate_options& options, preallocate_report* partial) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<result<preallocate_report>>(fmt::format("allocate {}", path), table, [&] {
-        return zero::run_on_descriptor(
-            fd, path, offset, length, o, partial,
-            [&](int d, preallocate_report* p) { return allocate_here(d, path, offset, length, o, p); }, true);
-    });
+    return run_on_descriptor(
+        fd, path, offset, length, options, partial,
+        [&](int d, preallocate_report* p) { return allocate_here(d, path, offset, length, options, p); }, true);
 }
 
 result<preallocate_report> allocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                     const preallocate_options& options, preallocate_report* partial) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<result<preallocate_report>>(fmt::format("allocate {}", path), table, [&] {
-        return zero::run_on_path(
-            path, offset, length, o, partial,
-            [&](int fd, preallocate_report* p) { return allocate_here(fd, path, offset, length, o, p); }, true);
-    });
+    return run_on_path(
+        path, offset, length, options, partial,
+        [&](int fd, preallocate_report* p) { return allocate_here(fd, path, offset, length, options, p); }, true);
 }
+
+}  // namespace zero
 
 }  // namespace wz

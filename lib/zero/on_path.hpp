@@ -2,7 +2,7 @@
 #pragma once
 
 // What preallocate(PATH) and allocate(PATH) share: opening the name once (claiming a block
-// device exclusively: probe/target.hpp), exclusive use of an existing file, and building a
+// device exclusively: target/target.hpp), exclusive use of an existing file, and building a
 // missing one where nobody sees it until it is complete. The caller's table is the one these
 // run in: callers wrap them in private_fd_table (util/private_fd_table.hpp) as the public calls
 // do.
@@ -25,7 +25,7 @@ using on_descriptor = std::function<result<preallocate_report>(int fd, prealloca
 // Opens PATH for writing as preallocate(PATH) does and calls `run` on the descriptor. An
 // existing regular file is held under an exclusive write lease for the run, as
 // options.exclusive asks (zero/exclusive.hpp; KEEP_DATA: allocate(), which refuses where leases
-// are unavailable). A missing name is built unnamed (probe/target.hpp unnamed_file, mode 0666
+// are unavailable). A missing name is built unnamed (target/target.hpp unnamed_file, mode 0666
 // less the umask) and linked when `run` succeeds; a dry run plans on an unnamed file and
 // creates nothing.
 result<preallocate_report> run_on_path(const std::string& path, std::uint64_t offset, std::uint64_t length,

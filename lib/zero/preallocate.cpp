@@ -9,10 +9,10 @@
 #include "plan/zero_plan.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/fs_traits.hpp"
-#include "probe/target.hpp"
+#include "record/record.hpp"
+#include "target/target.hpp"
 #include "util/aligned_buffer.hpp"
 #include "util/errors.hpp"
-#include "util/private_fd_table.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 #include "util/write_lease.hpp"
@@ -20,6 +20,7 @@
 #include "zero/exclusive.hpp"
 #include "zero/kernel_zero.hpp"
 #include "zero/on_path.hpp"
+#include "zero/zero.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -761,7 +762,7 @@ status runner::run() {
             return s;
         }
     }
-    auto caps = stat(fd_, path_);
+    auto caps = record::of(fd_, path_);
     if (!caps) {
         return caps.error();
     }
@@ -1081,14 +1082,14 @@ result<preallocate_report> run_on_descriptor(int fd, const std::string& path, st
 result<preallocate_report> run_on_path(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial,
                                        const on_descriptor& run, bool keep_data) {
-    // Opened once and decided on the descriptor (probe/target.hpp): a block device is
+    // Opened once and decided on the descriptor (target/target.hpp): a block device is
     // claimed exclusively on the inode that was checked, and nothing is ever opened by the
     // same name twice.
     target::open_request req;
     req.mode = target::access::write;
     req.dry_run = options.dry_run;
     auto t = target::open(path, req);
-    if (!t && t.error().code.value() == ENOENT) {
+    if (!t && t.error().code.value() == ENOENT && options.create) {
         // A missing name: checked as a creation would be (no pseudo filesystem, writable),
         // then built unnamed.
         req.create = true;
@@ -1109,32 +1110,20 @@ result<preallocate_report> run_on_path(const std::string& path, std::uint64_t of
     return r;
 }
 
-}  // namespace zero
-
-// Both forms reopen and close descriptors of the file: in a table of their own (see
-// util/private_fd_table.hpp), so that the process keeps its POSIX locks on it.
 result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<result<preallocate_report>>(fmt::format("preallocate {}", path), table, [&] {
-        return zero::run_on_descriptor(
-            fd, path, offset, length, o, partial,
-            [&](int d, preallocate_report* p) { return preallocate_here(d, path, offset, length, o, p); }, false);
-    });
+    return run_on_descriptor(
+        fd, path, offset, length, options, partial,
+        [&](int d, preallocate_report* p) { return preallocate_here(d, path, offset, length, options, p); }, false);
 }
 
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial) {
-    private_fd_table table;
-    const preallocate_options o = progress_on_caller(options, table);
-    return in_private_fd_table<result<preallocate_report>>(
-        fmt::format("preallocate {}", path), table, [&] {
-            return zero::run_on_path(
-                path, offset, length, o, partial,
-                [&](int fd, preallocate_report* p) { return preallocate_here(fd, path, offset, length, o, p); },
-                false);
-        });
+    return run_on_path(
+        path, offset, length, options, partial,
+        [&](int fd, preallocate_report* p) { return preallocate_here(fd, path, offset, length, options, p); }, false);
 }
+
+}  // namespace zero
 
 }  // namespace wz

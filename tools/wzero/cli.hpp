@@ -7,8 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
-
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wzcli {
@@ -22,6 +23,21 @@ inline constexpr int exit_not_supported = 2;   // the requested method/operation
 // exit_not_supported for ENOTSUP/EOPNOTSUPP (a method or operation not supported here),
 // exit_failure for anything else.
 int status_for(const wz::error_info& e);
+
+// --engine NAME and WZERO_ENGINE: io_uring, psync, auto (or empty: automatic); nullopt for
+// anything else.
+inline std::optional<wz::io_engine_request> parse_engine(std::string_view name) {
+    if (name == "io_uring") {
+        return wz::io_engine_request::io_uring;
+    }
+    if (name == "psync") {
+        return wz::io_engine_request::psync;
+    }
+    if (name == "auto" || name.empty()) {
+        return wz::io_engine_request::automatic;
+    }
+    return std::nullopt;
+}
 
 // -o/--output LIST, -O/--output-all, -J/--json, -r/--raw, -n/--noheadings, --list-columns:
 // the table options of stat and map, as lsblk's (cli_table.hpp).

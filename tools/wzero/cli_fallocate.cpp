@@ -13,10 +13,7 @@
 #include "cli_fallocate.hpp"
 
 #include "cli.hpp"
-#include "probe/file_kind.hpp"
-#include "probe/target.hpp"
 #include "util/errors.hpp"
-#include "util/private_fd_table.hpp"
 #include "util/size.hpp"
 
 #include <wzero/wzero.hpp>
@@ -215,20 +212,6 @@ struct request {
     std::uint64_t offset = 0, length = 0;
 };
 
-// Opens an existing file or block device (-z and -n, as util-linux opens without O_CREAT
-// in those modes) the way the library opens what it is given: once, a block device claimed
-// exclusively.
-std::optional<wz::target::opened> open_existing(const std::string& path) {
-    wz::target::open_request req;
-    req.mode = wz::target::access::write;
-    auto t = wz::target::open(path, req);
-    if (!t) {
-        say(t.error().message);  // "open PATH: ..." and why, as the library says it
-        return std::nullopt;
-    }
-    return std::move(*t);
-}
-
 void print_verbose(const request& rq, const wz::preallocate_report& r) {
     std::string line = fmt::format("{}: {} ({} bytes) ", rq.path, human_size(rq.length), rq.length);
     if (rq.what == action::zero_range) {
@@ -253,38 +236,28 @@ void print_verbose(const request& rq, const wz::preallocate_report& r) {
 int run(const request& rq) {
     wz::preallocate_options opt;
     opt.cancel = &catch_stop_signals();
-    // Nobody else may have the file open while parts of it are zeroed, on the descriptor
-    // opened here (-n, -z) as by path; --force zeroes it anyway.
+    // Nobody else may have the file open while parts of it are zeroed; --force zeroes it anyway.
     opt.exclusive = rq.force ? wz::exclusive_mode::none : wz::exclusive_mode::require;
     wz::preallocate_report partial;
-    wz::result<wz::preallocate_report> r = wz::error_info{};
-    const bool create = !rq.keep_size && rq.what != action::zero_range;
-    if (create) {
-        // Default, -x and -w: a missing file is created (0666 less the umask), as util-linux
-        // opens with O_CREAT in these modes.
-        r = rq.what == action::write_zeroes ? wz::preallocate(rq.path, rq.offset, rq.length, opt, &partial)
-                                            : wz::allocate(rq.path, rq.offset, rq.length, opt, &partial);
-    } else {
-        auto t = open_existing(rq.path);
-        if (!t) {
-            return exit_failure;
-        }
+    // Default, -x and -w: a missing file is created (0666 less the umask), as util-linux opens
+    // with O_CREAT in these modes; -n and -z open only an existing one.
+    opt.create = !rq.keep_size && rq.what != action::zero_range;
+    if (rq.keep_size) {
+        // Where the name is missing or cannot be looked up, the call says why.
+        struct ::stat st {};
         const std::uint64_t end = rq.offset + rq.length;
-        if (rq.keep_size && wz::file_kind_of(t->st.st_mode) == wz::file_kind::regular &&
-            end > static_cast<std::uint64_t>(t->st.st_size)) {
+        if (::stat(rq.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && end > static_cast<std::uint64_t>(st.st_size)) {
             say(fmt::format("{}: --keep-size with [offset {}, length {}] past the end of the file ({} bytes) is not "
                             "supported: written extents beyond the end of a file are not possible (util-linux's "
                             "`command fallocate -n` keeps unwritten ones there)",
-                            rq.path, rq.offset, rq.length, t->st.st_size));
+                            rq.path, rq.offset, rq.length, st.st_size));
             return exit_not_supported;
         }
-        r = rq.what == action::allocate ? wz::allocate(t->fd.get(), rq.path, rq.offset, rq.length, opt, &partial)
-                                        : wz::preallocate(t->fd.get(), rq.path, rq.offset, rq.length, opt, &partial);
-        if (const int c = t->fd.close(); c != 0 && r) {
-            say(fmt::format("write failed: {}: {}", rq.path, wz::errno_text(-c)));
-            return exit_failure;
-        }
     }
+    wz::result<wz::preallocate_report> r =
+        rq.what == action::write_zeroes || rq.what == action::zero_range
+            ? wz::preallocate(rq.path, rq.offset, rq.length, opt, &partial)
+            : wz::allocate(rq.path, rq.offset, rq.length, opt, &partial);
     if (!r) {
         const auto& e = r.error();
         if (e.code.value() == ECANCELED && stop_signal() != 0) {

@@ -6,7 +6,6 @@
 
 #include "util/errors.hpp"
 #include "util/json_text.hpp"
-#include "verify/verify.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -300,7 +299,11 @@ int run_verify(const verify_args& a) {
     }
     const wz::verify_mode mode = a.data ? wz::verify_mode::data : wz::verify_mode::extents;
     wz::preallocate_report rep;
-    const wz::status s = wz::zero_check::verify_path(a.path, offset, length, mode, rep);
+    auto v = wz::verify(a.path, offset, length, mode, &rep);
+    if (v) {
+        rep = std::move(*v);
+    }
+    const wz::status s = v ? wz::status() : wz::status(v.error());
     if (a.json) {
         nlohmann::ordered_json j;
         j["path"] = a.path;

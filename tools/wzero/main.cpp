@@ -4,7 +4,6 @@
 #include "cli.hpp"
 #include "cli_fallocate.hpp"
 
-#include "io/engine_select.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
 
@@ -191,12 +190,11 @@ int run(int argc, char** argv) {
     }
     if (!engine.empty()) {
         // IsMember above let only the three names through.
-        const auto req = wz::io::parse_engine_request(engine).value_or(wz::io_engine_request::automatic);
-        if (auto st = wz::io::select_engine(req, "--engine " + engine); !st.ok()) {
+        if (auto st = wz::select_io_engine(*wzcli::parse_engine(engine), "--engine " + engine); !st.ok()) {
             wzcli::print_error(st.error().message);
             return wzcli::exit_failure;
         }
-    } else if (const char* env = std::getenv("WZERO_ENGINE"); env != nullptr && !wz::io::parse_engine_request(env)) {
+    } else if (const char* env = std::getenv("WZERO_ENGINE"); env != nullptr && !wzcli::parse_engine(env)) {
         wzcli::print_error(fmt::format("invalid WZERO_ENGINE '{}': must be io_uring, psync or auto\n"
                                        "Try 'wzero --help' for more information.",
                                        env));

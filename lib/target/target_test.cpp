@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// probe/target: one open per path, decided on the descriptor (issue 8, items 1, 4, 7).
+// target: one open per path, decided on the descriptor (issue 8, items 1, 4, 7).
 
-#include "probe/target.hpp"
+#include "target/target.hpp"
 #include "testing/scratch_dir.hpp"
 
 #include <gtest/gtest.h>

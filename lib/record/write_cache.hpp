@@ -6,7 +6,7 @@
 // an answer that an administrator's Set Features FID 06h, a vendor tool or a controller reset to
 // its defaults can make wrong at any moment, and Linux tells nobody: it never re-reads WCE. So
 // such users ask again, at most MAX_AGE after the last read, before they acknowledge a write.
-// The answer lives with the per-device facts wz::stat caches (stat.cpp), so that one re-read
+// The answer lives with the per-device facts the record caches (record.cpp), so that one re-read
 // serves every writer and file of the device, and wz::stat sees it too.
 
 #include <wzero/wzero.hpp>
@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace wz::probe {
+namespace wz::record {
 
 using cache_clock = std::chrono::steady_clock;
 
@@ -38,4 +38,4 @@ struct cache_reading {
 // an unknown cache (the reason says why), never the old answer.
 [[nodiscard]] cache_reading device_write_cache(dev_t devno, cache_clock::duration max_age);
 
-}  // namespace wz::probe
+}  // namespace wz::record

@@ -2,11 +2,12 @@
 // wz::map_extents(): the extents of a file range with the device addresses behind them
 // (what `wzero map` prints), streamed batch by batch or collected in one vector.
 
+#include "api/entry.hpp"
 #include "extent/fiemap.hpp"
 #include "plan/zero_plan.hpp"
 #include "probe/file_kind.hpp"
 #include "probe/fs_traits.hpp"
-#include "probe/target.hpp"
+#include "target/target.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
 
@@ -95,8 +96,7 @@ status map_extents_here(const std::string& path, std::uint64_t offset, std::uint
 // batch at a time.
 status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length,
                    const std::function<status(const mapped_extent&)>& on_extent) {
-    private_fd_table table;
-    return in_private_fd_table<status>(fmt::format("map {}", path), table, [&] {
+    return api::entry<status>(fmt::format("map {}", path), [&](private_fd_table& table) {
         return map_extents_here(path, offset, length, [&](const std::vector<mapped_extent>& extents) {
             status s;
             table.on_caller([&] {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Opening what the user named, once (see target.hpp).
 
-#include "probe/target.hpp"
+#include "target/target.hpp"
 
 #include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
+#include "record/record.hpp"
 #include "util/errors.hpp"
 #include "util/reopen.hpp"
 
@@ -219,7 +220,7 @@ result<opened_with_record> open_with_record(const std::string& path, std::uint64
         return t.error();
     }
     unique_fd fd = std::move(t->fd);
-    auto caps = stat(fd.get(), path);
+    auto caps = record::of(fd.get(), path);
     if (!caps) {
         return caps.error();
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// wz::stat(): the capability record of a file or block device.
+// The capability record of a file or block device (wz::stat's): the probes' facts, the plan's
+// assessment of them, and the process's I/O engine.
 // Per-file facts (statx, statfs, mount) are read on every call; per-device facts
 // (sysfs limits, NVMe identify data, the write cache feature) are cached per dev_t,
 // because they cost admin commands and change only on Set Features or hotplug.
@@ -12,7 +13,8 @@
 #include "probe/fs_traits.hpp"
 #include "probe/nvme_probe.hpp"
 #include "probe/sysfs.hpp"
-#include "probe/write_cache.hpp"
+#include "record/record.hpp"
+#include "record/write_cache.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
 #include "util/privilege.hpp"
@@ -50,7 +52,7 @@ struct device_facts {
     unknown_reasons unknown;
     // When the write-cache facts (nvme.vwc_enabled, cache.kernel) were read (the start of the
     // probe or re-read), and the effective cache they give (plan::effective_cache).
-    probe::cache_clock::time_point cache_read_at;
+    record::cache_clock::time_point cache_read_at;
     plan::cache_verdict cache_verdict;
 };
 
@@ -92,7 +94,7 @@ const std::string& kernel_release() {
 
 device_facts probe_device(dev_t devno) {
     device_facts f;
-    f.cache_read_at = probe::cache_clock::now();
+    f.cache_read_at = record::cache_clock::now();
     sysfs::tree sys;
     auto node = sysfs::find_block_node(sys, major(devno), minor(devno));
     if (!node) {
@@ -111,7 +113,7 @@ device_facts probe_device(dev_t devno) {
     return f;
 }
 
-// Reads the write-cache facts of F again (see probe/write_cache.hpp): WCE where the controller
+// Reads the write-cache facts of F again (see record/write_cache.hpp): WCE where the controller
 // has a volatile write cache, and the kernel's queue/write_cache of the disk.
 void reread_cache_facts(device_facts& f) {
     if (f.nvme && f.nvme->vwc_present.value_or(false)) {
@@ -359,9 +361,22 @@ result<capabilities> stat_here(const std::string& path, const stat_options& opti
 
 }  // namespace
 
-namespace probe {
+namespace record {
+
+result<capabilities> of(int fd, const std::string& path, const stat_options& options) {
+    return stat_here(fd, path, options);
+}
+
+result<capabilities> of(const std::string& path, const stat_options& options) { return stat_here(path, options); }
 
 namespace {
+
+// The whole record, for a device or filesystem not asked about before: its opens and closes in
+// a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.
+result<capabilities> probe_whole(int fd, const std::string& path) {
+    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path),
+                                                     [&] { return stat_here(fd, path, stat_options{}); });
+}
 
 // One re-read at a time, whatever the device: they are rare (one per device per max age at
 // most), and a caller that waited finds the answer it waited for fresh.
@@ -428,14 +443,12 @@ cache_reading device_write_cache(dev_t devno, cache_clock::duration max_age) {
     return reading_of(held, false);  // a whole probe since ours started is the fresher answer
 }
 
-}  // namespace probe
-
 result<write_cache_state> write_cache(int fd, const std::string& path, std::chrono::nanoseconds max_age) {
     if (max_age.count() < 0) {
         return make_error_msg(EINVAL, fmt::format("write cache {}: the maximum age must not be negative ({} ns)",
                                                   path, max_age.count()));
     }
-    const auto called = probe::cache_clock::now();
+    const auto called = record::cache_clock::now();
     struct ::statx stx {};
     if (::statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MNT_ID, &stx) != 0) {
         return make_error("statx", path, errno);
@@ -452,7 +465,7 @@ result<write_cache_state> write_cache(int fd, const std::string& path, std::chro
         }
         if (!known) {
             // Probed whole by the record, whose opens and closes keep the process's locks.
-            if (auto caps = stat(fd, path); !caps) {
+            if (auto caps = probe_whole(fd, path); !caps) {
                 return caps.error();
             }
         }
@@ -472,7 +485,7 @@ result<write_cache_state> write_cache(int fd, const std::string& path, std::chro
         if (!known) {
             // The first question about this filesystem: the record resolves its devices (and
             // files them under the key).
-            auto caps = stat(fd, path);
+            auto caps = probe_whole(fd, path);
             if (!caps) {
                 return caps.error();
             }
@@ -502,8 +515,8 @@ result<write_cache_state> write_cache(int fd, const std::string& path, std::chro
     bool all_through = true;
     std::string reasons;
     for (const dev_t devno : devnos) {
-        const probe::cache_reading r = probe::device_write_cache(devno, max_age);
-        const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(probe::cache_clock::now() - r.read_at);
+        const record::cache_reading r = record::device_write_cache(devno, max_age);
+        const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(record::cache_clock::now() - r.read_at);
         st.age = std::max(st.age, age);
         st.reread = st.reread || r.reread || r.read_at >= called;  // also the first read, by the stat above
         if (r.effective == cache_mode::write_back) {
@@ -520,16 +533,6 @@ result<write_cache_state> write_cache(int fd, const std::string& path, std::chro
     return st;
 }
 
-// The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors): in
-// a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.
-result<capabilities> stat(int fd, const std::string& path, const stat_options& options) {
-    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path),
-                                                     [&] { return stat_here(fd, path, options); });
-}
-
-result<capabilities> stat(const std::string& path, const stat_options& options) {
-    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path),
-                                                     [&] { return stat_here(path, options); });
-}
+}  // namespace record
 
 }  // namespace wz

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The one way into the library for a public call that opens files. The calls below api/ run in
+// the caller's descriptor table and on the caller's thread; a public call runs them on a
+// thread with a descriptor table of its own (util/private_fd_table.hpp: its opens and closes
+// then keep the process's POSIX record locks), and moves the caller's progress callback back
+// to the caller's thread. Public functions that open nothing (to_string, to_json, version,
+// current_io_engine) live with what they describe.
+
+#include "util/private_fd_table.hpp"
+
+#include <wzero/wzero.hpp>
+
+#include <string>
+#include <utility>
+
+namespace wz::api {
+
+// Runs `fn(options')` as the public call WHAT ("preallocate PATH": names it if the thread
+// cannot be started), where options' is OPTIONS with its on_progress running on the caller.
+template <class R, class Fn>
+R entry(const std::string& what, const preallocate_options& options, Fn&& fn) {
+    private_fd_table table;
+    const preallocate_options o = progress_on_caller(options, table);
+    return in_private_fd_table<R>(what, table, [&] { return fn(o); });
+}
+
+// The same for a call without options: `fn(table)`, which may hand work to the caller's thread
+// through table.on_caller().
+template <class R, class Fn>
+R entry(const std::string& what, Fn&& fn) {
+    private_fd_table table;
+    return in_private_fd_table<R>(what, table, [&] { return fn(table); });
+}
+
+}  // namespace wz::api
