@@ -293,6 +293,7 @@ wz::status table::print_chunk(std::string& out) {
     // (lib/jsonwrt.c: ul_jsonwrt_close at indentation 1 prints "\n}\n"), and the next one
     // fails an assertion. A chunk is printed as a whole table instead, and its rows are taken
     // out of the document around them.
+    errno = 0;
     const int rc = format_ == table_format::json ? scols_print_table_to_string(tb_, &data)
                                                  : scols_table_print_range_to_string(tb_, nullptr, nullptr, &data);
     c_string owned(data);
@@ -316,6 +317,11 @@ wz::status table::print_chunk(std::string& out) {
     if (text.size() < head.size() + tail.size() || text.substr(0, head.size()) != head ||
         text.substr(text.size() - tail.size()) != tail ||
         text.substr(head.size(), first_row.size()) != first_row) {
+        // libsmartcols 2.38 does not check its writes into the memory stream: an allocation
+        // that failed there (errno, seen under `ulimit -v`) cuts the text short with rc 0.
+        if (errno == ENOMEM) {
+            return scols_error(-ENOMEM, "table " + name_ + ": print (cut short)");
+        }
         return wz::make_error_msg(EPROTO, fmt::format("table {}: libsmartcols printed JSON of an unexpected form", name_));
     }
     std::string_view rows = text.substr(head.size(), text.size() - head.size() - tail.size());
