@@ -205,6 +205,10 @@ int run_map(const map_args& a) {
         return c == col_physical || c == col_lba || c == col_nlb || c == col_dealloc_aligned;
     });
     std::string chunk;
+    // The table's own errors (libsmartcols) say nothing of the path: the command's do.
+    const auto in_map = [&](const wz::status& s) -> wz::status {
+        return wz::error_info{s.error().code, fmt::format("map {}: {}", a.path, s.error().message)};
+    };
     const auto flush = [&]() -> wz::status {
         chunk.clear();
         if (!started && *format == table_format::json) {
@@ -216,7 +220,7 @@ int run_map(const map_args& a) {
             print_error(fmt::format("map {}: {}", a.path, addresses_reason(*addresses, true)));
         }
         if (auto s = tb->print_chunk(chunk); !s.ok()) {
-            return s;
+            return in_map(s);
         }
         started = true;
         auto s = write_stdout(chunk);
@@ -226,7 +230,7 @@ int run_map(const map_args& a) {
     const auto on_extent = [&](const wz::mapped_extent& e) -> wz::status {
         addresses = e.addresses;
         if (auto s = tb->add_row(map_row(e, *selected, *format)); !s.ok()) {
-            return s;
+            return in_map(s);
         }
         if (tb->rows() < map_chunk_rows) {
             return {};
