@@ -34,6 +34,8 @@
 // created N" plus the seed ("seed S", random from the clock unless given). Exit status 0
 // when no run failed, 1 otherwise.
 
+#include "tool_args.hpp"
+
 #include <fcntl.h>
 #include <dirent.h>
 #include <linux/fiemap.h>
@@ -65,20 +67,6 @@ int usage() {
                  "       wz_create_crash check DIR SIZE [CREATED-LOG]\n"
                  "       wz_create_crash sigkill DIR SIZE RUNS MAX-DELAY-MS [--unsafe] [--seed N]\n");
     return 1;
-}
-
-bool parse_u64(const char* s, std::uint64_t& out) {
-    if (s == nullptr || *s == '\0' || s[0] == '-') {
-        return false;
-    }
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0') {
-        return false;
-    }
-    out = v;
-    return true;
 }
 
 // write(2) of the whole line: no stdio buffer that a SIGKILL could throw away.

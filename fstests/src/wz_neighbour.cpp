@@ -21,6 +21,8 @@
 // to stderr.
 // Exit status: 0 when every pwrite and fsync succeeded, 1 otherwise or on bad usage.
 
+#include "tool_args.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -48,20 +50,6 @@ int usage() {
     std::fprintf(stderr, "usage: wz_neighbour [--stop FILE] [--seconds S] [--rounds N] [--direct] "
                          "[--interval-us U] PATH OFFSET:LENGTH...\n");
     return 1;
-}
-
-bool parse_u64(const char* s, std::uint64_t& out) {
-    if (s == nullptr || *s == '\0') {
-        return false;
-    }
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || s[0] == '-') {
-        return false;
-    }
-    out = v;
-    return true;
 }
 
 constexpr std::uint64_t direct_align = 4096;

@@ -21,6 +21,8 @@
 //       and compares it with the last write logged there. stdout: "checked N", "lost L"; the
 //       first lost blocks to stderr. Exit status 0 when none was lost.
 
+#include "tool_args.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -51,20 +53,6 @@ int usage() {
                          "[--seed N] [--pause-us U] [--ready FILE] PATH LOG OFFSET:LENGTH...\n"
                          "       wz_scribble check PATH LOG\n");
     return 2;
-}
-
-bool parse_u64(const char* s, std::uint64_t& out) {
-    if (s == nullptr || *s == '\0' || *s == '-') {
-        return false;
-    }
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0') {
-        return false;
-    }
-    out = v;
-    return true;
 }
 
 // The block written as write SEQ at OFFSET: 64-bit words alternating SEQ and OFFSET + 1.
