@@ -97,17 +97,24 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     return p;
 }
 
+// A writer's state before its target is open: what both forms of open start from.
+std::unique_ptr<writer::impl> new_impl(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       const writer_options& options) {
+    auto p = std::make_unique<writer::impl>();
+    p->path = path;
+    p->offset = offset;
+    p->length = length;
+    p->options = options;
+    return p;
+}
+
 }  // namespace
 
 namespace writer_detail {
 
 result<std::unique_ptr<writer::impl>> open_path(const std::string& path, std::uint64_t offset,
                                                      std::uint64_t length, const writer_options& options) {
-    auto p = std::make_unique<writer::impl>();
-    p->path = path;
-    p->offset = offset;
-    p->length = length;
-    p->options = options;
+    auto p = new_impl(path, offset, length, options);
     // Opened once and decided on the descriptor: a block device is claimed exclusively
     // (refusing a mounted one, a whole disk with a mounted partition, one another process
     // holds), and every later reopen goes through /proc/self/fd of that claim, never the name.
@@ -127,11 +134,7 @@ result<std::unique_ptr<writer::impl>> open_path(const std::string& path, std::ui
 
 result<std::unique_ptr<writer::impl>> open_fd(int fd, const std::string& path, std::uint64_t offset,
                                                    std::uint64_t length, const writer_options& options) {
-    auto p = std::make_unique<writer::impl>();
-    p->path = path;
-    p->offset = offset;
-    p->length = length;
-    p->options = options;
+    auto p = new_impl(path, offset, length, options);
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl < 0) {
         return make_error("fcntl F_GETFL", path, errno);

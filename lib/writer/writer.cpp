@@ -12,7 +12,6 @@
 #include "probe/file_kind.hpp"
 #include "record/record.hpp"
 #include "record/write_cache.hpp"
-#include "target/target.hpp"
 #include "util/errors.hpp"
 #include "util/privilege.hpp"
 #include "util/private_fd_table.hpp"
