@@ -27,10 +27,10 @@ jobs=$(nproc)
 
 asan_flags='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all'
 tsan_flags='-fsanitize=thread'
-# The fstests tools next to the CLI (fstests/src): check's tests find them by $WZERO's dir.
-fstests_tools=(wz_ackwrite wz_hostile wz_neighbour wz_lifecycle wz_create_crash wz_faultloop wz_parse_size wz_replay)
+# wz_test_tools: every fstests tool next to the CLI (fstests/src); check's tests find them by
+# $WZERO's dir.
 asan_targets=(wzero wzero_cli wzero_unit_tests wzero_cli_table_test wzero_capi_test wzero_capi_abi_test
-	wzero_posix_locks_test wzero_example_wal_segments "${fstests_tools[@]}")
+	wzero_posix_locks_test wzero_example_wal_segments wz_test_tools)
 # Not code of the library, or of targets not built here (the plugins).
 asan_ctest_exclude='^(shell|man)\.lint$|^spdx\.|^exports\.|^install\.|^layering\.|rocksdb|sqlite'
 
