@@ -5,6 +5,8 @@
 
 #include "writer/writer_impl.hpp"
 
+#include "writer/mode_policy.hpp"
+
 #include "extent/fiemap.hpp"
 #include "io/engine.hpp"
 #include "io/engine_select.hpp"
@@ -71,96 +73,24 @@ result<bool> writer::impl::range_written() {
 }
 
 status writer::impl::choose_mode() {
-    // flush_needed too: it is true for a write-through device under a file that is not
-    // overwritten in place (copy on write), and wherever the device is not known.
-    const bool write_through =
-        caps.cache.effective == cache_mode::write_through && caps.cache.flush_needed == false;
-    const bool fua_ok = caps.cache.fua.value_or(false);
     auto written = range_written();
     if (!written) {
         return written.error();
     }
-    const bool raw_nvme = file_kind_of(caps) == file_kind::block && caps.nvme && !caps.nvme->char_device.empty() &&
-                          may_passthrough(caps.nvme->char_device.c_str());
-    const std::string fs_type = caps.fs ? caps.fs->type : std::string();
-    // RWF_DSYNC on an O_DIRECT pure overwrite becomes a FUA write without a flush where the
-    // record says so (the filesystems whose traits say it was confirmed at the device).
-    const bool file_fua =
-        file_kind_of(caps) == file_kind::regular && *written && caps.cache.dsync_overwrite_fua.value_or(false);
-    nvme_fua = raw_nvme && fua_ok;
-    nvme_flush = file_kind_of(caps) == file_kind::block && caps.nvme && raw_nvme;
-    alone_as_dsync = false;
-    move_facts = {options.mode == durability_mode::through, nvme_fua, file_fua};
-    // Flush mode on a file: what a write with nothing to group with does (lone_writes).
-    const bool file = file_kind_of(caps) == file_kind::regular;
-    const char* const alone_note = "; a write with no other in flight goes alone as RWF_DSYNC, the filesystem's "
-                                   "write and flush as O_DSYNC sends them, a round trip less than a write and a "
-                                   "flush of its own";
-
-    durability_mode want = options.mode;
-    if (want == durability_mode::automatic) {
-        if (write_through && *written) {
-            mode = durability_mode::through;
-            reason = fmt::format("write-through ({}) and every byte of the range is a written extent: O_DIRECT "
-                                 "writes need neither flush nor FUA",
-                                 caps.cache.effective_reason);
-        } else if (nvme_fua) {
-            mode = durability_mode::fua;
-            reason = fmt::format("write-back cache, raw NVMe namespace: NVMe Write with FUA through {}, never a "
-                                 "preflush",
-                                 caps.nvme->char_device);
-        } else if (file_fua) {
-            mode = durability_mode::fua;
-            reason = fmt::format("write-back cache; {}", caps.cache.dsync_overwrite_reason);
-        } else {
-            mode = durability_mode::flush;
-            alone_as_dsync = file;
-            reason = fmt::format("{}{}",
-                                 write_through ? "write-through, but the range has unwritten extents or holes: a "
-                                                 "flush commits their conversion"
-                                 : caps.cache.effective == cache_mode::write_through
-                                     ? caps.cache.flush_reason + ": one flush per group of writes"
-                                     : "write-back cache without a FUA path here: one flush per group of writes",
-                                 file ? alone_note : "");
-        }
-        return {};
+    writer_detail::mode_facts facts;
+    facts.range_written = *written;
+    facts.may_passthrough = file_kind_of(caps) == file_kind::block && caps.nvme && !caps.nvme->char_device.empty() &&
+                            may_passthrough(caps.nvme->char_device.c_str());
+    auto c = writer_detail::choose_mode(caps, facts, options, path, offset, length);
+    if (!c) {
+        return c.error();
     }
-    mode = want;
-    switch (want) {
-    case durability_mode::through:
-        if (!*written) {
-            return make_error_msg(EINVAL, fmt::format("writer {}: through needs every byte of [offset {}, length {}] "
-                                                      "preallocated as written extents (wzero alloc)",
-                                                      path, offset, length));
-        }
-        if (!write_through && !options.allow_unsafe_through) {
-            return make_error_msg(EINVAL, fmt::format("writer {}: the cache is {} ({}; {}): through would lose "
-                                                      "durability (allow_unsafe_through overrides)",
-                                                      path, caps.cache.effective ? to_string(*caps.cache.effective)
-                                                                                 : "unknown",
-                                                      caps.cache.effective_reason, caps.cache.flush_reason));
-        }
-        reason = write_through ? "forced; write-through device" : "forced UNSAFE: the device cache is not write-through";
-        break;
-    case durability_mode::fua:
-        if (nvme_fua) {
-            reason = "forced; NVMe Write with FUA through " + caps.nvme->char_device;
-        } else if (file_kind_of(caps) == file_kind::regular && *written) {
-            reason = fmt::format("forced; RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason);
-        } else {
-            return make_error_msg(ENOTSUP, fmt::format("writer {}: fua is not supported here ({})", path,
-                                                       file_kind_of(caps) == file_kind::regular
-                                                           ? "the range is not all written extents"
-                                                           : "needs a raw NVMe namespace with FUA and passthrough"));
-        }
-        break;
-    case durability_mode::flush:
-        alone_as_dsync = file;
-        reason = fmt::format("forced; one flush per group of writes{}", file ? alone_note : "");
-        break;
-    case durability_mode::dsync: reason = "forced; O_DSYNC, the baseline"; break;
-    case durability_mode::automatic: break;
-    }
+    mode = c->mode;
+    reason = std::move(c->reason);
+    nvme_fua = c->nvme_fua;
+    nvme_flush = c->nvme_flush;
+    alone_as_dsync = c->alone_as_dsync;
+    move_facts = c->move_facts;
     return {};
 }
 

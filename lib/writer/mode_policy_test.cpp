@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// The writer's mode policy from tables: every row a record, the facts read from the target and
+// the caller's options, and what the writer must do.
+#include "writer/mode_policy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <optional>
+#include <string>
+
+namespace {
+
+using wz::cache_mode;
+using wz::durability_mode;
+using wz::writer_detail::choose_mode;
+using wz::writer_detail::mode_facts;
+
+enum class kind { file, block };
+enum class nvme { none, no_char_device, char_device };
+
+struct target {
+    kind k = kind::file;
+    std::optional<cache_mode> effective;
+    std::optional<bool> flush_needed;
+    std::optional<bool> fua;
+    std::optional<bool> dsync_overwrite_fua;
+    nvme ns = nvme::none;
+};
+
+wz::capabilities record_of(const target& t) {
+    wz::capabilities c;
+    c.file_type = t.k == kind::file ? "regular" : "block";
+    c.cache.effective = t.effective;
+    c.cache.effective_reason = "queue/write_cache";
+    c.cache.flush_needed = t.flush_needed;
+    c.cache.flush_reason = "copy on write";
+    c.cache.fua = t.fua;
+    c.cache.dsync_overwrite_fua = t.dsync_overwrite_fua;
+    c.cache.dsync_overwrite_reason = "xfs: FUA for a pure overwrite";
+    if (t.ns != nvme::none) {
+        c.nvme.emplace();
+        c.nvme->nsid = 1;
+        c.nvme->lba_bytes = 512;
+        if (t.ns == nvme::char_device) {
+            c.nvme->char_device = "/dev/ng0n1";
+        }
+    }
+    return c;
+}
+
+const auto wt = cache_mode::write_through;
+const auto wb = cache_mode::write_back;
+const auto automatic = durability_mode::automatic, through = durability_mode::through, fua = durability_mode::fua,
+           flush = durability_mode::flush, dsync = durability_mode::dsync;
+
+struct row {
+    const char* what;
+    target t;
+    mode_facts facts;  // range_written, may_passthrough
+    durability_mode asked;
+    bool allow_unsafe;
+    // Expected: the mode, or the errno of the refusal (mode then unused).
+    durability_mode mode;
+    int error;
+    bool nvme_fua, nvme_flush, alone_as_dsync;
+    bool move_file_fua;  // through_facts::file_fua (forced and nvme_fua follow from the row)
+};
+
+// clang-format off
+const row rows[] = {
+    // automatic: through needs write-through, no flush needed, every byte written.
+    {"wt file, written", {kind::file, wt, false, false, false}, {true, false}, automatic, false,
+     through, 0, false, false, false, false},
+    {"wt file, holes", {kind::file, wt, false, false, false}, {false, false}, automatic, false,
+     flush, 0, false, false, true, false},
+    {"wt file over copy on write (flush needed)", {kind::file, wt, true, false, false}, {true, false}, automatic, false,
+     flush, 0, false, false, true, false},
+    {"wt, flush_needed unknown", {kind::file, wt, std::nullopt, false, false}, {true, false}, automatic, false,
+     flush, 0, false, false, true, false},
+    {"unknown cache", {kind::file, std::nullopt, true, std::nullopt, std::nullopt}, {true, false}, automatic, false,
+     flush, 0, false, false, true, false},
+    // automatic, write-back: fua where a FUA path exists, else flush.
+    {"wb file, dsync overwrite is FUA", {kind::file, wb, true, true, true}, {true, false}, automatic, false,
+     fua, 0, false, false, false, true},
+    {"wb file with holes: no FUA path", {kind::file, wb, true, true, true}, {false, false}, automatic, false,
+     flush, 0, false, false, true, false},
+    {"wb file, overwrite not FUA", {kind::file, wb, true, true, false}, {true, false}, automatic, false,
+     flush, 0, false, false, true, false},
+    {"wb raw namespace, FUA, passthrough", {kind::block, wb, true, true, std::nullopt, nvme::char_device},
+     {true, true}, automatic, false, fua, 0, true, true, false, false},
+    {"wb raw namespace, no FUA", {kind::block, wb, true, false, std::nullopt, nvme::char_device},
+     {true, true}, automatic, false, flush, 0, false, true, false, false},
+    {"wb raw namespace, no privilege", {kind::block, wb, true, true, std::nullopt, nvme::char_device},
+     {true, false}, automatic, false, flush, 0, false, false, false, false},
+    {"wb raw namespace, no char device (< 5.13)", {kind::block, wb, true, true, std::nullopt, nvme::no_char_device},
+     {true, true}, automatic, false, flush, 0, false, false, false, false},
+    {"wb block device, not NVMe", {kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, automatic,
+     false, flush, 0, false, false, false, false},
+    {"wt raw namespace", {kind::block, wt, false, true, std::nullopt, nvme::char_device}, {true, true}, automatic,
+     false, through, 0, true, true, false, false},
+    // Forced through.
+    {"through, wt, written", {kind::file, wt, false, false, false}, {true, false}, through, false,
+     through, 0, false, false, false, false},
+    {"through over holes", {kind::file, wt, false, false, false}, {false, false}, through, true,
+     through, EINVAL, false, false, false, false},
+    {"through, wb", {kind::file, wb, true, true, true}, {true, false}, through, false,
+     through, EINVAL, false, false, false, false},
+    {"through, wb, allow_unsafe_through", {kind::file, wb, true, true, true}, {true, false}, through, true,
+     through, 0, false, false, false, true},
+    {"through, unknown cache", {kind::file, std::nullopt, true, std::nullopt, std::nullopt}, {true, false}, through,
+     false, through, EINVAL, false, false, false, false},
+    // Forced fua.
+    {"fua, written file", {kind::file, wb, true, true, false}, {true, false}, fua, false,
+     fua, 0, false, false, false, false},
+    {"fua, file with holes", {kind::file, wb, true, true, true}, {false, false}, fua, false,
+     fua, ENOTSUP, false, false, false, false},
+    {"fua, raw namespace", {kind::block, wb, true, true, std::nullopt, nvme::char_device}, {true, true}, fua, false,
+     fua, 0, true, true, false, false},
+    {"fua, raw namespace without FUA", {kind::block, wb, true, false, std::nullopt, nvme::char_device}, {true, true},
+     fua, false, fua, ENOTSUP, false, false, false, false},
+    {"fua, block device not NVMe", {kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, fua,
+     false, fua, ENOTSUP, false, false, false, false},
+    // Forced flush and dsync: always possible.
+    {"flush, file", {kind::file, wt, false, false, false}, {true, false}, flush, false,
+     flush, 0, false, false, true, false},
+    {"flush, raw namespace", {kind::block, wb, true, true, std::nullopt, nvme::char_device}, {true, true}, flush,
+     false, flush, 0, true, true, false, false},
+    {"dsync, file", {kind::file, wb, true, true, true}, {true, false}, dsync, false,
+     dsync, 0, false, false, false, true},
+    {"dsync, block", {kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, dsync, false,
+     dsync, 0, false, false, false, false},
+};
+// clang-format on
+
+TEST(ModePolicy, FromTheRecordTheFactsAndTheOptions) {
+    for (const auto& r : rows) {
+        wz::writer_options o;
+        o.mode = r.asked;
+        o.allow_unsafe_through = r.allow_unsafe;
+        const auto c = choose_mode(record_of(r.t), r.facts, o, "/x/f", 4096, 1048576);
+        if (r.error != 0) {
+            ASSERT_FALSE(c) << r.what;
+            EXPECT_EQ(c.error().code.value(), r.error) << r.what;
+            // Every refusal names the path.
+            EXPECT_NE(c.error().message.find("/x/f"), std::string::npos) << r.what << ": " << c.error().message;
+            continue;
+        }
+        ASSERT_TRUE(c) << r.what << ": " << c.error().message;
+        EXPECT_EQ(c->mode, r.mode) << r.what << ": " << c->reason;
+        EXPECT_EQ(c->nvme_fua, r.nvme_fua) << r.what;
+        EXPECT_EQ(c->nvme_flush, r.nvme_flush) << r.what;
+        EXPECT_EQ(c->alone_as_dsync, r.alone_as_dsync) << r.what;
+        EXPECT_EQ(c->move_facts.forced, r.asked == through) << r.what;
+        EXPECT_EQ(c->move_facts.nvme_fua, r.nvme_fua) << r.what;
+        EXPECT_EQ(c->move_facts.file_fua, r.move_file_fua) << r.what;
+        EXPECT_FALSE(c->reason.empty()) << r.what;
+    }
+}
+
+// The reason says what the choice rests on.
+TEST(ModePolicy, TheReasonNamesWhatTheChoiceRestsOn) {
+    wz::writer_options o;
+    const auto raw = choose_mode(record_of({kind::block, wb, true, true, std::nullopt, nvme::char_device}),
+                                 {true, true}, o, "/dev/nvme0n1", 0, 4096);
+    ASSERT_TRUE(raw);
+    EXPECT_NE(raw->reason.find("/dev/ng0n1"), std::string::npos) << raw->reason;
+    const auto wt_file = choose_mode(record_of({kind::file, wt, false, false, false}), {true, false}, o, "/f", 0, 4096);
+    ASSERT_TRUE(wt_file);
+    EXPECT_NE(wt_file->reason.find("queue/write_cache"), std::string::npos) << wt_file->reason;
+    const auto cow = choose_mode(record_of({kind::file, wt, true, false, false}), {true, false}, o, "/f", 0, 4096);
+    ASSERT_TRUE(cow);
+    EXPECT_NE(cow->reason.find("copy on write"), std::string::npos) << cow->reason;
+    // Forced through over holes: the range is in the message.
+    o.mode = through;
+    const auto holes = choose_mode(record_of({kind::file, wt, false, false, false}), {false, false}, o, "/f", 4096,
+                                   8192);
+    ASSERT_FALSE(holes);
+    EXPECT_NE(holes.error().message.find("[offset 4096, length 8192]"), std::string::npos) << holes.error().message;
+}
+
+}  // namespace
