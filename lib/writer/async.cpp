@@ -35,7 +35,7 @@ status uring_engine::start() {
     if (iopoll_) {
         flags |= IORING_SETUP_IOPOLL;
     }
-    sqe128_ = (nvme_fua_ || w_.nvme_flush) && !w_.uring_cmd_missing;
+    sqe128_ = (nvme_fua_ || w_.nvme_flush) && !w_.fua_io.uring_cmd_missing();
     // Room for a flush next to a full queue of writes (NVMe writes may take several commands
     // each; submission waits for room then).
     const unsigned entries = depth + 1;
@@ -44,7 +44,7 @@ status uring_engine::start() {
     if (rc < 0 && sqe128_) {
         // No SQE128 (Linux < 5.19): plain writes still go through the ring; NVMe commands
         // take the ioctl, synchronously.
-        w_.uring_cmd_missing = true;
+        w_.fua_io.set_uring_cmd_missing();
         sqe128_ = false;
         rc = ring->init(entries, flags);
     }
@@ -99,14 +99,14 @@ status uring_engine::queue(std::uint32_t slot) {
     if (nvme_fua_) {
         if (!sqe128_) {
             // Synchronously through the ioctl; the op completes here.
-            op.error = error_of(w_.write_nvme_fua_ioctl(op.buf, op.len, op.offset));
+            op.error = error_of(w_.fua_io.write_ioctl(op.buf, op.len, op.offset));
             op.done = op.error ? 0 : op.len;
             op.parts_left = 0;
             deliver(slot);
             return {};
         }
         status queue_error;
-        w_.for_each_fua_write(op.buf, op.len, op.offset,
+        w_.fua_io.for_each_command(op.buf, op.len, op.offset,
                               [&](const io::detail::command_words& words, std::uint64_t, std::uint32_t) {
                                   io_uring_sqe* sqe = sqe_for();
                                   if (sqe == nullptr) {
@@ -198,10 +198,10 @@ void uring_engine::handle(const io_uring_cqe& cqe) {
     if (nvme_fua_) {
         if (cqe.res == 0) {
             uring_cmd_ok_ = true;
-            w_.passthrough_used = io::passthrough_path::uring_cmd;
+            w_.fua_io.note_route(io::passthrough_path::uring_cmd);
         } else if (!op.error) {
             if ((cqe.res == -EOPNOTSUPP || cqe.res == -EINVAL) && !uring_cmd_ok_) {
-                w_.uring_cmd_missing = true;  // the next ring (after refresh) will not try it
+                w_.fua_io.set_uring_cmd_missing();  // the next ring (after refresh) will not try it
             }
             op.error = io::detail::command_error(
                 cqe.res, fmt::format("NVMe Write (FUA) {} [offset {}, length {}] (uring_cmd)",
@@ -372,7 +372,7 @@ psync_engine::psync_engine(writer::impl& w)
           w.options.queue_depth,
           [&w, mode = mode_, nvme_fua = nvme_fua_](const psync_pool::job& j) -> status {
               if (nvme_fua) {
-                  return w.write_nvme_fua_ioctl(j.buf, j.len, j.offset);
+                  return w.fua_io.write_ioctl(j.buf, j.len, j.offset);
               }
               ::iovec iov{const_cast<unsigned char*>(j.buf), j.len};
               if (auto e = w.write_plain(&iov, 1, j.offset, j.len,

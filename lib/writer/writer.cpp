@@ -110,6 +110,9 @@ status writer::impl::open_fds() {
             return make_error("open", caps.nvme->char_device, errno);
         }
         char_fd = std::move(c);
+        fua_io.bind(char_fd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes,
+                    caps.device ? caps.device->partition_start_bytes : 0,
+                    caps.device ? caps.device->max_hw_transfer_bytes : 0);
     }
     return {};
 }
@@ -193,150 +196,6 @@ result<writer::impl::through_ack> writer::impl::acknowledge_through() {
     }
     return through_ack::ack;
 }
-
-std::uint64_t writer::impl::nvme_part_bytes() const {
-    const std::uint32_t lba = caps.nvme->lba_bytes;
-    // Bounded by the transfer limit (MDTS as the kernel applies it to passthrough) and NLB.
-    const std::uint64_t limit =
-        caps.device && caps.device->max_hw_transfer_bytes != 0 ? caps.device->max_hw_transfer_bytes : 128 * 1024;
-    return std::max<std::uint64_t>(std::min<std::uint64_t>(limit, std::uint64_t{io::detail::max_nlb} * lba) / lba * lba,
-                                   lba);
-}
-
-namespace {
-
-std::string fua_what(const capabilities& caps, std::uint64_t slba, std::uint64_t nlb, const char* path) {
-    return fmt::format("NVMe Write (FUA) {} [nsid {}, slba {}, nlb {}] ({})", caps.nvme->char_device, caps.nvme->nsid,
-                       slba, nlb, path);
-}
-
-}  // namespace
-
-status writer::impl::write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off) {
-    passthrough_used = io::passthrough_path::ioctl;
-    status failure;
-    for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
-        if (int rc = io::detail::ioctl_command(char_fd.get(), w); rc != 0) {
-            failure = io::detail::command_error(rc, fua_what(caps, slba, nlb, "ioctl"));
-        }
-        return failure.ok();
-    });
-    return failure;
-}
-
-// NVMe Write with FUA through io_uring uring_cmd (a ring per concurrent caller, from a pool),
-// up to a ring's worth of the write's commands in flight at once; the ioctl where the kernel
-// has no uring_cmd.
-status writer::impl::write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off) {
-    // psync: the ioctl, never a ring.
-    if (uring_cmd_missing || io::current_engine_kind() == io_engine::psync) {
-        return write_nvme_fua_ioctl(buf, len, off);
-    }
-    int setup_errno = 0;
-    auto r = rings.acquire(setup_errno);
-    if (!r) {
-        // The ioctl from now on whatever the reason; a ring refused for good after an automatic
-        // choice also moves the process to psync (the reason names this setup).
-        uring_cmd_missing = true;
-        (void)io::fall_back_to_psync(  // wz: ignored-error (the ioctl either way; the engine records why)
-            setup_errno, fmt::format("writer {}: io_uring setup ({} entries, SQE128|CQE32)",
-                                     caps.nvme->char_device, writer_detail::pool_ring_entries));
-        return write_nvme_fua_ioctl(buf, len, off);
-    }
-    struct part_t {
-        io::detail::command_words words;
-        std::uint64_t slba;
-        std::uint32_t nlb;
-        int rc;
-    };
-    std::vector<part_t> parts;
-    for_each_fua_write(buf, len, off, [&](const io::detail::command_words& w, std::uint64_t slba, std::uint32_t nlb) {
-        parts.push_back({w, slba, nlb, 1});
-        return true;
-    });
-    io_uring* ring = r->get();
-    for (std::size_t first = 0; first < parts.size();) {
-        // A batch of up to ring-size commands, all submitted, all reaped.
-        const std::size_t end = std::min<std::size_t>(parts.size(), first + writer_detail::pool_ring_entries);
-        for (std::size_t i = first; i < end; ++i) {
-            io::detail::prep_uring_command(io_uring_get_sqe(ring), char_fd.get(), parts[i].words, i);
-        }
-        const std::size_t n = end - first;
-        std::size_t submitted = 0, reaped = 0;
-        std::optional<error_info> failure;
-        while (reaped < submitted || (!failure && submitted < n)) {
-            if (!failure && submitted < n) {
-                const int rc = io::detail::submit(ring);
-                if (rc < 0 || (rc == 0 && submitted == reaped)) {
-                    // Refused, with nothing in flight whose completion would make room.
-                    failure = make_error_range("io_uring submit (NVMe Write FUA)", caps.nvme->char_device, off, len,
-                                               rc < 0 ? -rc : EBUSY);
-                } else {
-                    submitted += static_cast<std::size_t>(rc);
-                }
-            }
-            if (reaped < submitted) {
-                if (int rc = io::detail::wait_one(ring, std::nullopt); rc < 0) {
-                    // The ring cannot tell us about the rest: its teardown (r) cancels them.
-                    return make_error_range("io_uring wait (NVMe Write FUA)", caps.nvme->char_device, off, len, -rc);
-                }
-                reaped += io::detail::drain_ready(
-                    ring, [&](const io_uring_cqe& cqe) { parts[io_uring_cqe_get_data64(&cqe)].rc = cqe.res; });
-            }
-        }
-        if (failure) {
-            return *failure;  // the ring may hold commands never sent: dropped, not pooled
-        }
-        for (std::size_t i = first; i < end; ++i) {
-            const int rc = parts[i].rc;
-            if (rc == 0) {
-                continue;
-            }
-            if ((rc == -EOPNOTSUPP || rc == -EINVAL) &&
-                passthrough_used.load() != io::passthrough_path::uring_cmd) {
-                // The char device (or this kernel) takes no uring_cmd: the ioctl from now on.
-                // Parts that did complete are written again by the ioctl: an idempotent rewrite.
-                uring_cmd_missing = true;
-                rings.release(std::move(r));
-                return write_nvme_fua_ioctl(buf, len, off);
-            }
-            rings.release(std::move(r));
-            return io::detail::command_error(rc, fua_what(caps, parts[i].slba, parts[i].nlb, "uring_cmd"));
-        }
-        passthrough_used = io::passthrough_path::uring_cmd;
-        first = end;
-    }
-    rings.release(std::move(r));
-    return {};
-}
-
-namespace writer_detail {
-
-std::unique_ptr<io::detail::ring> ring_pool::acquire(int& setup_errno) {
-    {
-        std::lock_guard lock(mutex_);
-        if (!free_.empty()) {
-            auto r = std::move(free_.back());
-            free_.pop_back();
-            return r;
-        }
-    }
-    auto r = std::make_unique<io::detail::ring>();
-    if (int rc = r->init(pool_ring_entries, IORING_SETUP_SQE128 | IORING_SETUP_CQE32); rc < 0) {
-        setup_errno = -rc;
-        return nullptr;
-    }
-    return r;
-}
-
-void ring_pool::release(std::unique_ptr<io::detail::ring> r) {
-    if (r) {
-        std::lock_guard lock(mutex_);
-        free_.push_back(std::move(r));
-    }
-}
-
-}  // namespace writer_detail
 
 status writer::impl::write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len,
                                  const char* what, bool dsync) {
@@ -433,7 +292,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
     if (w.fua_by_nvme(m)) {
         std::uint64_t at = offset;
         for (int i = 0; i < iovcnt; ++i) {
-            if (auto e = w.write_nvme_fua(iov[i].iov_base, iov[i].iov_len, at); !e.ok()) {
+            if (auto e = w.fua_io.write(iov[i].iov_base, iov[i].iov_len, at); !e.ok()) {
                 return std::move(e).error();
             }
             at += iov[i].iov_len;
@@ -505,7 +364,7 @@ writer_stats writer::stats() const {
     s.dsync_writes = p_->dsync_writes;
     s.cache_rereads = p_->cache_rereads;
     s.mode_changes = p_->mode_changes;
-    if (const auto used = p_->passthrough_used.load()) {
+    if (const auto used = p_->fua_io.last_route()) {
         s.passthrough = io::to_string(*used);
     }
     io::reaper_counters c = p_->async_counters_before;

@@ -8,6 +8,7 @@
 #include "io/completion.hpp"
 #include "io/engine.hpp"
 #include "io/nvme_cmd.hpp"
+#include "io/nvme_fua.hpp"
 #include "io/ring.hpp"
 #include "util/unique_fd.hpp"
 #include "writer/cache_watch.hpp"
@@ -133,20 +134,6 @@ private:
     psync_pool pool_;
 };
 
-constexpr unsigned pool_ring_entries = 16;
-
-// Rings for synchronous NVMe FUA writes through uring_cmd: one per concurrent caller.
-class ring_pool {
-public:
-    // A ring with SQE128|CQE32, or nullptr (with the setup's errno) when none can be set up.
-    std::unique_ptr<io::detail::ring> acquire(int& setup_errno);
-    void release(std::unique_ptr<io::detail::ring> r);
-
-private:
-    std::mutex mutex_;
-    std::vector<std::unique_ptr<io::detail::ring>> free_;
-};
-
 }  // namespace writer_detail
 
 struct writer::impl {
@@ -176,8 +163,8 @@ struct writer::impl {
     // (writer_detail::lone_writes). Not on a block device, where RWF_DSYNC is a FUA write and a
     // flush after it (two flushes on a queue without FUA) against flush mode's one.
     bool alone_as_dsync = false;
-    std::atomic<bool> uring_cmd_missing{false};  // remembered once the kernel refused it
-    writer_detail::ring_pool rings;
+    // NVMe Writes with FUA and the routes the namespace takes (bound to char_fd by open_fds).
+    io::nvme_fua_writer fua_io;
 
     writer_detail::shared_flush commit;  // the synchronous path's group commit
     // The synchronous path's callers in a flush-mode write, and which of them go alone.
@@ -199,9 +186,6 @@ struct writer::impl {
 
     std::atomic<std::uint64_t> writes{0}, bytes{0}, fua_writes{0}, flushes{0};
     std::atomic<std::uint64_t> dsync_writes{0};  // flush mode: writes that went alone (RWF_DSYNC)
-    // The path of the last NVMe command sent (none yet: nullopt).
-    std::atomic<std::optional<io::passthrough_path>> passthrough_used;
-    static_assert(std::atomic<std::optional<io::passthrough_path>>::is_always_lock_free);
     mutable std::mutex stats_mutex;
     std::vector<double> latencies_us;
 
@@ -232,34 +216,11 @@ struct writer::impl {
     status open_fds();
     status flush_now();
     status check_write(const void* buf, std::size_t len, std::uint64_t off) const;
-    status write_nvme_fua(const void* buf, std::size_t len, std::uint64_t off);
-    status write_nvme_fua_ioctl(const void* buf, std::size_t len, std::uint64_t off);
     // pwritev2 of [off, off + len) from iov, short writes continued (RWF_DSYNC when `dsync`:
     // fua mode on a file, and a write that goes `alone` in flush mode); errors name `what`, the
     // path and the range not written.
     status write_plain(const ::iovec* iov, int iovcnt, std::uint64_t off, std::size_t len, const char* what,
                        bool dsync);
-    [[nodiscard]] std::uint64_t nvme_part_bytes() const;
-    // The NVMe Writes with FUA that carry [off, off + len) from buf: split at the transfer
-    // limit, the partition's start added. fn(words, slba, nlb) returns false to stop; so
-    // does this then.
-    template <class Fn>
-    bool for_each_fua_write(const void* buf, std::size_t len, std::uint64_t off, Fn&& fn) const {
-        const std::uint32_t lba = caps.nvme->lba_bytes;
-        const std::uint64_t part = caps.device ? caps.device->partition_start_bytes : 0;
-        const std::uint64_t max_bytes = nvme_part_bytes();
-        for (std::size_t done = 0; done < len;) {
-            const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(len - done, max_bytes));
-            const std::uint64_t slba = (off + done + part) / lba;
-            const auto w = io::detail::write_words(caps.nvme->nsid, slba, n / lba,
-                                                   static_cast<const unsigned char*>(buf) + done, n, true);
-            if (!fn(w, slba, n / lba)) {
-                return false;
-            }
-            done += n;
-        }
-        return true;
-    }
     void record(std::size_t len, double us);
     result<bool> range_written();
 };
