@@ -6,10 +6,13 @@
 # - each .so alias names a page that exists, and each page's NAME parses (lexgrog, what
 #   mandb(8) reads to build whatis);
 # - every function of include/wzero/wzero.h has a page (a page or a .so alias of its name),
-#   and every page is in CMakeLists.txt's install lines.
+#   and every page is in CMakeLists.txt's install lines;
+# - every page's .TH names the project's version ("wzero VERSION"), so that a release
+#   cannot ship pages that say another.
 # Any line on stderr is a failure. Run by ctest as man.lint.
 set -euo pipefail
-src=$(readlink -f "${1:?usage: check_man.sh SOURCE_DIR}")
+src=$(readlink -f "${1:?usage: check_man.sh SOURCE_DIR VERSION}")
+version=${2:?usage: check_man.sh SOURCE_DIR VERSION}
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 # .so requests name man3/PAGE relative to the manual's root, as installed pages do: lay the
@@ -41,6 +44,9 @@ for p in "${pages[@]}"; do
   if [ -n "$target" ] && [ ! -f "$target" ]; then
     complain "$p" ".so $target: no such page"
   fi
+  if [ -z "$target" ] && ! grep -q "^\.TH .* \"wzero $version\" " "$p"; then
+    complain "$p" ".TH does not name \"wzero $version\", the project's version: $(grep -m1 '^\.TH' "$p")"
+  fi
   if command -v lexgrog >/dev/null && ! lexgrog "$p" >/dev/null 2>&1; then
     complain "$p" "lexgrog: the NAME section does not parse"
   fi
@@ -57,4 +63,4 @@ done < <(grep -v '^ *\(/\*\|\*\)' "$src/include/wzero/wzero.h" | grep -oE '\bwz_
 if [ "$fail" -ne 0 ]; then
   exit 1
 fi
-echo "man: ${#pages[@]} pages render without warnings, every C function has one, all installed"
+echo "man: ${#pages[@]} pages render without warnings, name wzero $version, every C function has one, all installed"

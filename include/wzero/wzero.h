@@ -61,7 +61,7 @@ enum wz_zero_method {
     WZ_ZERO_NVME = 2,      /* NVMe Write Zeroes without DEAC */
     WZ_ZERO_ZEROOUT = 3,   /* BLKZEROOUT (block devices) */
     WZ_ZERO_WRITE = 4,     /* data writes of zeroes */
-    WZ_ZERO_METHOD_COUNT = 5
+    WZ_ZERO_METHOD_COUNT = 5 /* sizes released arrays: stays 5, a 6th method gets members (docs/abi.md) */
 };
 
 /* The method a call may use (wz_zero_opts.method). */
@@ -254,7 +254,7 @@ struct wz_writer_counters {
     double p99_us;
     double p999_us;
     /* Mode WZ_DURABILITY_THROUGH: re-reads of the write cache this writer made, and its moves
-     * out of that mode because the cache was no longer write-through (since WZERO_0.5). */
+     * out of that mode because the cache was no longer write-through. */
     uint64_t cache_rereads;
     uint64_t mode_changes;
 };
