@@ -34,6 +34,22 @@ const char *wz_version(void);
  * path and the range. Valid until the thread's next call into the library. */
 const char *wz_last_error(void);
 
+/* Why the calling thread's last failed call was refused, where the caller can change the
+ * outcome (WZ_REASON_NONE: nothing beyond the returned errno). Programs decide on this and on
+ * the errno, never on the text of wz_last_error(). Set by the same calls, kept as long. */
+enum wz_error_reason {
+    WZ_REASON_NONE = 0,
+    WZ_REASON_IN_USE = 1,                /* -EBUSY: the file is open elsewhere; exclusive use refused */
+    WZ_REASON_LEASE_LOST = 2,            /* -EBUSY: another process opened or truncated it during the run */
+    WZ_REASON_EXCLUSIVE_UNAVAILABLE = 3, /* -EBADF/-ENOLCK: exclusive use cannot be ensured here */
+    WZ_REASON_HOLDS_DATA = 4,            /* -EBUSY: a filesystem or partition table: WZ_ZERO_FORCE, WZ_WRITER_FORCE */
+    WZ_REASON_METHOD_UNAVAILABLE = 5,    /* -ENOTSUP: the requested method (WZ_ZERO_NO_FALLBACK) */
+    WZ_REASON_IN_PLACE_EXCLUDED = 6,     /* -ENOTSUP: in-place zeroing required, the method never does it */
+    WZ_REASON_NOT_WRITTEN = 7,           /* -EINVAL: WZ_DURABILITY_THROUGH on a range not all written */
+    WZ_REASON_UNSAFE_DURABILITY = 8      /* -EINVAL: through on a write-back cache: WZ_WRITER_ALLOW_UNSAFE_THROUGH */
+};
+int wz_last_error_reason(void);
+
 /* Release memory returned by the library. */
 void wz_free(void *p);
 

@@ -25,11 +25,43 @@ namespace wz {
 // Version of the library the program runs against (not the one it was built with).
 [[nodiscard]] const char* version() noexcept;
 
+// Why a call was refused, where the caller can change the outcome: programs decide on this
+// and on the code, never on the message text (blkdiscard(8)'s probe returns a code and its
+// main() composes "use -f"). The C API gives it as wz_last_error_reason(), same values.
+enum class error_reason : std::uint8_t {
+    none = 0,  // nothing beyond the error code
+    // Another process has the file open or mapped: exclusive use refused before any I/O
+    // (EBUSY). preallocate_options::exclusive = exclusive_mode::none goes on without it.
+    in_use = 1,
+    // Another process opened or truncated the file during the run: the exclusive write lease
+    // was broken and the run stopped (EBUSY); the file is consistent, the range not all zeroed.
+    lease_lost = 2,
+    // Exclusive use required, but it cannot be ensured here (EBADF: the descriptor is not open
+    // read-write; ENOLCK: no leases here). exclusive_mode::none goes on without it.
+    exclusive_unavailable = 3,
+    // A block device with a filesystem signature or partition table (EBUSY), somebody's data:
+    // preallocate_options::force (WZ_ZERO_FORCE), writer_options::force (WZ_WRITER_FORCE).
+    holds_data = 4,
+    // The requested method (preallocate_options::method, fallback off) or in-place zeroing
+    // (in_place_mode::require) cannot be used here (ENOTSUP).
+    method_unavailable = 5,
+    // in_place_mode::require with a method that never zeroes in place (ENOTSUP), where the
+    // device could: preallocate_options::method automatic or nvme.
+    in_place_excluded = 6,
+    // Writer mode `through` needs the whole range preallocated as written extents (EINVAL):
+    // wz::allocate or wz::preallocate it first.
+    not_written = 7,
+    // Writer mode `through` on a cache that is not write-through would lose durability
+    // (EINVAL): writer_options::allow_unsafe_through overrides.
+    unsafe_durability = 8,
+};
+
 // An error with the context a storage engineer needs to act on it:
 // which operation failed, on which path, and (where one applies) which byte range.
 struct error_info {
     std::error_code code;
     std::string message;  // "open /mnt/x: Permission denied", already complete
+    error_reason reason = error_reason::none;  // what the caller can change, if anything
 };
 
 // C++20 has no std::expected: a small result type in its spirit. A result holds either
@@ -55,9 +87,10 @@ private:
 };
 
 // The outcome of a call that returns nothing: success, or the error (as RocksDB's Status).
-// Decide on ok() and error().code, never on the message text. Deliberately not convertible
-// to bool: the calls it replaced returned std::optional<error_info>, where "true" meant
-// failure, and code written for those must fail to compile rather than invert silently.
+// Decide on ok(), error().code and error().reason, never on the message text. Deliberately
+// not convertible to bool: the calls it replaced returned std::optional<error_info>, where
+// "true" meant failure, and code written for those must fail to compile rather than invert
+// silently.
 class [[nodiscard]] status {
 public:
     status() noexcept = default;                                    // success

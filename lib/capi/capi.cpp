@@ -18,10 +18,23 @@ namespace {
 
 // Per thread, as errno: a failure on one thread never overwrites another's message.
 thread_local std::string last_error;
+thread_local error_reason last_reason = error_reason::none;
+
+// The C values are the C++ ones: wz_last_error_reason() hands the reason on as it is.
+static_assert(static_cast<int>(error_reason::none) == WZ_REASON_NONE);
+static_assert(static_cast<int>(error_reason::in_use) == WZ_REASON_IN_USE);
+static_assert(static_cast<int>(error_reason::lease_lost) == WZ_REASON_LEASE_LOST);
+static_assert(static_cast<int>(error_reason::exclusive_unavailable) == WZ_REASON_EXCLUSIVE_UNAVAILABLE);
+static_assert(static_cast<int>(error_reason::holds_data) == WZ_REASON_HOLDS_DATA);
+static_assert(static_cast<int>(error_reason::method_unavailable) == WZ_REASON_METHOD_UNAVAILABLE);
+static_assert(static_cast<int>(error_reason::in_place_excluded) == WZ_REASON_IN_PLACE_EXCLUDED);
+static_assert(static_cast<int>(error_reason::not_written) == WZ_REASON_NOT_WRITTEN);
+static_assert(static_cast<int>(error_reason::unsafe_durability) == WZ_REASON_UNSAFE_DURABILITY);
 
 }  // namespace
 
 void set_last_error(const char* message) noexcept {
+    last_reason = error_reason::none;
     try {
         last_error = message;
     } catch (...) {  // deliberately ignored: out of memory keeps the previous text
@@ -30,7 +43,14 @@ void set_last_error(const char* message) noexcept {
 
 void set_last_error(const std::string& message) noexcept { set_last_error(message.c_str()); }
 
+void set_last_error(const error_info& err) noexcept {
+    set_last_error(err.message);
+    last_reason = err.reason;
+}
+
 const char* last_error_text() noexcept { return last_error.c_str(); }
+
+int last_error_reason() noexcept { return static_cast<int>(last_reason); }
 
 int fail(int errnum, const std::string& message) noexcept {
     set_last_error(message);
@@ -39,8 +59,9 @@ int fail(int errnum, const std::string& message) noexcept {
 
 int fail(const error_info& err) noexcept {
     const int code = err.code.value();
+    set_last_error(err);
     // A negative or zero code is no errno a C caller could act on.
-    return fail(code > 0 ? code : EIO, err.message);
+    return code > 0 ? -code : -EIO;
 }
 
 namespace {
@@ -156,6 +177,8 @@ const char* wz_last_error(void) {
     // c_str() of a thread_local string does not throw; "" until the first failure.
     return wz::capi::last_error_text();
 }
+
+int wz_last_error_reason(void) { return wz::capi::last_error_reason(); }
 
 int wz_stat_json(const char* path, char** json_out, char* errbuf, unsigned long errbuf_len) {
     const int rc = wz::capi::guarded("wz_stat_json", [&]() -> int {

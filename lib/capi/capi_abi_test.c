@@ -1125,6 +1125,31 @@ static void test_io_engine(void) {
           "the reason is truncated to the buffer, NUL included");
 }
 
+/* wz_last_error_reason(): what the caller can change, set with the message, reset by a failure
+ * that has none. */
+static void test_last_error_reason(void) {
+    char file[PATH_MAX];
+    struct wz_zero_opts o;
+    int fd;
+    int rc;
+
+    path_in(file, "reason");
+    check(make_file(file, MIB, 0x33) == 0, "create the reason file");
+    fd = open(file, O_RDWR | O_CLOEXEC);
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.flags = WZ_ZERO_NO_FALLBACK;
+    o.method = WZ_METHOD_ZEROOUT;
+    rc = wz_zero_range(fd, 0, 65536, &o);
+    expect_error(rc, ENOTSUP, "zeroout", "wz_zero_range, zeroout on a file without fallback");
+    check(wz_last_error_reason() == WZ_REASON_METHOD_UNAVAILABLE,
+          "wz_last_error_reason: the requested method is unavailable");
+    reset_error();
+    check(wz_last_error_reason() == WZ_REASON_NONE, "wz_last_error_reason: none after a failure without one");
+    check(range_is(file, 0, MIB, 0x33), "the refused call wrote nothing");
+    close(fd);
+}
+
 static void test_last_error_per_thread(void) {
     char mine[PATH_MAX];
     char theirs[PATH_MAX];
@@ -1174,6 +1199,7 @@ int main(int argc, char **argv) {
     test_stat();
     test_write_cache();
     test_last_error_per_thread();
+    test_last_error_reason();
     test_writer();
     test_create_zeroed();
     test_zeroing_fd();

@@ -21,8 +21,12 @@ namespace wz::capi {
 // stored (out of memory) leaves the previous one, and the return value still says what failed.
 void set_last_error(const char* message) noexcept;
 void set_last_error(const std::string& message) noexcept;
+// The same with the error's reason (those above set WZ_REASON_NONE).
+void set_last_error(const error_info& err) noexcept;
 // The thread's message ("" until a call fails), for wz_last_error().
 const char* last_error_text() noexcept;
+// The thread's enum wz_error_reason, for wz_last_error_reason().
+int last_error_reason() noexcept;
 
 // Records MESSAGE and returns -ERRNUM: the common failure path of every entry point.
 int fail(int errnum, const std::string& message) noexcept;

@@ -218,7 +218,7 @@ int wz_writer_complete(struct wz_writer* w, struct wz_completion* out, unsigned 
             const wz::writer_completion& c = w->pending.front();
             if (c.error && !failed_seen) {
                 // The write's own message (path, range) for the caller who looks at a failure.
-                wz::capi::set_last_error(c.error->message);
+                wz::capi::set_last_error(*c.error);
                 failed_seen = true;
             }
             out[n].user_data = c.user_data;

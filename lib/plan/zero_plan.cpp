@@ -24,8 +24,10 @@ std::string why(const capabilities& caps, zero_method m) {
     return it != caps.methods.end() ? it->second.reason : std::string("not assessed");
 }
 
-error_info not_supported(const capabilities& caps, std::string what) {
-    return make_error_msg(ENOTSUP, fmt::format("{}: {}", caps.path, what));
+// A request (a named method, in-place zeroing required) that cannot be met here.
+error_info not_supported(const capabilities& caps, std::string what,
+                         error_reason reason = error_reason::method_unavailable) {
+    return make_error_msg(ENOTSUP, reason, fmt::format("{}: {}", caps.path, what));
 }
 
 // Adjacent operations of the same data-write kind merge into one: the executor chunks them.
@@ -382,10 +384,12 @@ status check_in_place_required(const capabilities& caps, const request& req, std
         const std::uint64_t from = std::max(e.offset, split.mid_start);
         const std::uint64_t to = std::min(e.offset + e.length, split.mid_end);
         if (written_needs_nvme && e.type == extent::kind::written && from < to && !nvme_allowed) {
-            return not_supported(caps, fmt::format("in-place zeroing required, but the written extent at offset {} "
-                                                   "cannot be zeroed in place: {}",
-                                                   from, nvme_ok ? "in-place zeroing not allowed by --method"
-                                                                 : why(caps, zero_method::nvme)));
+            return not_supported(caps,
+                                 fmt::format("in-place zeroing required, but the written extent at offset {} "
+                                             "cannot be zeroed in place: {}",
+                                             from, nvme_ok ? "the requested method never zeroes in place"
+                                                           : why(caps, zero_method::nvme)),
+                                 nvme_ok ? error_reason::in_place_excluded : error_reason::method_unavailable);
         }
     }
     return {};

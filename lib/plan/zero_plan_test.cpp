@@ -367,6 +367,8 @@ TEST(PlanFile, RequireInPlaceRuleTable) {
         std::vector<extent::extent> extents;
         bool written_needs_nvme;
         const char* refusal;  // nullptr: passes; else a substring of the message
+        // What a caller can change: another method (in_place_excluded), or nothing here.
+        error_reason reason = error_reason::method_unavailable;
     };
     const std::uint64_t M = 1 << 20;
     const std::vector<row> rows = {
@@ -388,8 +390,8 @@ TEST(PlanFile, RequireInPlaceRuleTable) {
          "the written extent at offset 0 cannot be zeroed in place"},
         {"written, no NVMe, the kernel still to be tried", &without_nvme, &require,
          {ext(0, M, kind::written, 8 * M)}, false, nullptr},
-        {"written, --method write", &with_nvme, &write_only, {ext(0, M, kind::written, 8 * M)}, true,
-         "not allowed by --method"},
+        {"written, method write", &with_nvme, &write_only, {ext(0, M, kind::written, 8 * M)}, true,
+         "the requested method never zeroes in place", error_reason::in_place_excluded},
         // The edge pages go through the page cache over the same blocks: a written extent
         // only there passes even without NVMe; a shared one never does.
         {"written only in the edge pages, no NVMe", &without_nvme, &edges,
@@ -410,6 +412,7 @@ TEST(PlanFile, RequireInPlaceRuleTable) {
         }
         ASSERT_FALSE(s.ok());
         EXPECT_EQ(s.code().value(), ENOTSUP);
+        EXPECT_EQ(s.error().reason, r.reason);
         EXPECT_NE(s.error().message.find(r.refusal), std::string::npos) << s.error().message;
         EXPECT_EQ(s.error().message.rfind("/mnt/f: in-place zeroing required", 0), 0U) << s.error().message;
     }

@@ -27,4 +27,8 @@ error_info make_error_msg(int errnum, std::string message) {
     return error_info{std::error_code(errnum, std::system_category()), std::move(message)};
 }
 
+error_info make_error_msg(int errnum, error_reason reason, std::string message) {
+    return error_info{std::error_code(errnum, std::system_category()), std::move(message), reason};
+}
+
 }  // namespace wz

@@ -21,6 +21,8 @@ error_info make_error_range(std::string_view operation, std::string_view path, s
                        std::uint64_t length, int errnum);
 // An error whose message is given as is (with errnum as its code).
 error_info make_error_msg(int errnum, std::string message);
+// The same, with what the caller can change (error_reason): set where a refusal is decided.
+error_info make_error_msg(int errnum, error_reason reason, std::string message);
 
 // A status as a data field holds it (a write's outcome kept until complete() hands it back):
 // nullopt for success.

@@ -63,16 +63,17 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
     switch (options.mode) {
     case durability_mode::through:
         if (!written) {
-            return make_error_msg(EINVAL, fmt::format("writer {}: through needs every byte of [offset {}, length {}] "
-                                                      "preallocated as written extents (wzero alloc)",
-                                                      path, offset, length));
+            return make_error_msg(EINVAL, error_reason::not_written,
+                                  fmt::format("writer {}: through needs every byte of [offset {}, length {}] "
+                                              "preallocated as written extents (wz::allocate)",
+                                              path, offset, length));
         }
         if (!write_through && !options.allow_unsafe_through) {
-            return make_error_msg(EINVAL, fmt::format("writer {}: the cache is {} ({}; {}): through would lose "
-                                                      "durability (allow_unsafe_through overrides)",
-                                                      path, caps.cache.effective ? to_string(*caps.cache.effective)
-                                                                                 : "unknown",
-                                                      caps.cache.effective_reason, caps.cache.flush_reason));
+            return make_error_msg(EINVAL, error_reason::unsafe_durability,
+                                  fmt::format("writer {}: the cache is {} ({}; {}): through would lose "
+                                              "durability (allow_unsafe_through overrides)",
+                                              path, caps.cache.effective ? to_string(*caps.cache.effective) : "unknown",
+                                              caps.cache.effective_reason, caps.cache.flush_reason));
         }
         c.reason = write_through ? "forced; write-through device" : "forced UNSAFE: the device cache is not write-through";
         break;

@@ -46,16 +46,17 @@ result<std::unique_ptr<writer::impl>> open_on(std::unique_ptr<writer::impl> p, u
     }
     p->caps = std::move(*caps);
     if (file_kind_of(p->caps) == file_kind::block && !p->options.force) {
-        // As blkdiscard(8) and wzero alloc: a device that holds a filesystem or a partition
+        // As blkdiscard(8) and wz::preallocate: a device that holds a filesystem or a partition
         // table is somebody's data.
         auto sig = target::device_signature(probe.get(), path);
         if (!sig) {
             return sig.error();
         }
         if (!sig->empty()) {
-            return make_error_msg(EBUSY, fmt::format("writer {}: contains an existing {}; set force "
-                                                     "(--force) to write to it anyway",
-                                                     path, *sig));
+            return make_error_msg(EBUSY, error_reason::holds_data,
+                                  fmt::format("writer {}: contains an existing {}: refused unless forced "
+                                              "(writer_options::force, WZ_WRITER_FORCE)",
+                                              path, *sig));
         }
     }
     const std::uint64_t offset = p->offset, length = p->length;

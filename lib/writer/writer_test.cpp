@@ -404,6 +404,7 @@ TEST_P(WriterTest, ThroughIsRefusedOverUnwrittenExtents) {
     auto w = wz::writer::open(p, 0, file_bytes, o);
     ASSERT_FALSE(w);
     EXPECT_EQ(w.error().code.value(), EINVAL);
+    EXPECT_EQ(w.error().reason, wz::error_reason::not_written);
     EXPECT_NE(w.error().message.find("written extents"), std::string::npos) << w.error().message;
 }
 

@@ -97,11 +97,12 @@ status take_exclusive_use(write_lease& lease, int fd, const std::string& what, c
             return {};
         }
         rep.exclusive_use = "refused";
-        return make_error_msg(EBUSY, fmt::format("{}: the file is open elsewhere ({}): refused before any I/O, as "
-                                                 "zeroing it while another process may write, truncate or map it "
-                                                 "can lose that process's writes (no exclusive write lease: "
-                                                 "F_SETLEASE: {})",
-                                                 what, who, errno_text(err)));
+        return make_error_msg(EBUSY, error_reason::in_use,
+                              fmt::format("{}: the file is open elsewhere ({}): refused before any I/O, as "
+                                          "zeroing it while another process may write, truncate or map it "
+                                          "can lose that process's writes (no exclusive write lease: "
+                                          "F_SETLEASE: {})",
+                                          what, who, errno_text(err)));
     }
     if (err == EBADF) {
         if (!required) {
@@ -109,16 +110,18 @@ status take_exclusive_use(write_lease& lease, int fd, const std::string& what, c
             return {};
         }
         rep.exclusive_use = "refused";
-        return make_error_msg(EBADF, fmt::format("{}: exclusive use asked for, but the descriptor is not open "
-                                                 "read-write (the lease's description also serves the run's reads)",
-                                                 what));
+        return make_error_msg(EBADF, error_reason::exclusive_unavailable,
+                              fmt::format("{}: exclusive use asked for, but the descriptor is not open "
+                                          "read-write (the lease's description also serves the run's reads)",
+                                          what));
     }
     if (required && request.keep_data) {
         rep.exclusive_use = "refused";
-        return make_error_msg(ENOLCK, fmt::format("{}: exclusive use cannot be ensured here ({}): keeping the data "
-                                                  "means mapping the range first and zeroing its holes after, and a "
-                                                  "write into a hole meanwhile would be lost; refused before any I/O",
-                                                  what, unavailable_text(err)));
+        return make_error_msg(ENOLCK, error_reason::exclusive_unavailable,
+                              fmt::format("{}: exclusive use cannot be ensured here ({}): keeping the data "
+                                          "means mapping the range first and zeroing its holes after, and a "
+                                          "write into a hole meanwhile would be lost; refused before any I/O",
+                                          what, unavailable_text(err)));
     }
     decide("none", fmt::format("not available here ({}): another process could write into the range during the run",
                                unavailable_text(err)));
@@ -126,10 +129,11 @@ status take_exclusive_use(write_lease& lease, int fd, const std::string& what, c
 }
 
 error_info lease_broken_error(const std::string& what) {
-    return make_error_msg(EBUSY, fmt::format("{}: stopped: another process opened or truncated the file during the "
-                                             "run (the exclusive write lease was broken); it goes on once this run "
-                                             "has let go of the file",
-                                             what));
+    return make_error_msg(EBUSY, error_reason::lease_lost,
+                          fmt::format("{}: stopped: another process opened or truncated the file during the "
+                                      "run (the exclusive write lease was broken); it goes on once this run "
+                                      "has let go of the file",
+                                      what));
 }
 
 }  // namespace wz::zero

@@ -850,11 +850,13 @@ status runner::check_signature() {
         return {};
     }
     if (opt_.force) {
-        decide(fmt::format("{} contains an existing {}: zeroing it anyway (--force)", path_, *sig));
+        decide(fmt::format("{} contains an existing {}: zeroing it anyway (force)", path_, *sig));
         return {};
     }
-    return make_error_msg(EBUSY, fmt::format("zero {}: contains an existing {}; use --force to zero it anyway",
-                                             path_, *sig));
+    return make_error_msg(EBUSY, error_reason::holds_data,
+                          fmt::format("zero {}: contains an existing {}: refused unless forced "
+                                      "(preallocate_options::force, WZ_ZERO_FORCE)",
+                                      path_, *sig));
 }
 
 // Refuses before any I/O a range the filesystem has no room for, rather than filling it and

@@ -24,6 +24,13 @@ inline constexpr int exit_not_supported = 2;   // the requested method/operation
 // exit_failure for anything else.
 int status_for(const wz::error_info& e);
 
+// The commands whose refusals a user can override with one of their options.
+enum class hint_command { alloc, fallocate, bench_write };
+// The CLI's own advice for a refusal: which of the command's options changes the outcome,
+// from the error's reason (wz::error_reason), never from its text; "" when there is none.
+// The library's message speaks of the API (preallocate_options::force); this, of the CLI.
+std::string hint_for(const wz::error_info& e, hint_command command);
+
 // --engine NAME and WZERO_ENGINE: io_uring, psync, auto (or empty: automatic); nullopt for
 // anything else.
 inline std::optional<wz::io_engine_request> parse_engine(std::string_view name) {

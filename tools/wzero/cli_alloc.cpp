@@ -60,6 +60,39 @@ int status_for(const wz::error_info& e) {
     return e.code.value() == ENOTSUP || e.code.value() == EOPNOTSUPP ? exit_not_supported : exit_failure;
 }
 
+std::string hint_for(const wz::error_info& e, hint_command command) {
+    const bool zeroing = command == hint_command::alloc || command == hint_command::fallocate;
+    switch (e.reason) {
+    case wz::error_reason::in_use:
+    case wz::error_reason::exclusive_unavailable:
+        if (command == hint_command::alloc) {
+            return "use --force to zero it anyway (wzero(1), EXCLUSIVE USE)";
+        }
+        if (command == hint_command::fallocate) {
+            return "use --force to zero it anyway (wzero-fallocate(1), EXCLUSIVE USE)";
+        }
+        return "";
+    case wz::error_reason::holds_data:
+        if (command == hint_command::alloc) {
+            return "use --force to zero it anyway";
+        }
+        if (command == hint_command::fallocate) {
+            return "there is no --force for devices here: `wzero alloc --force` zeroes such a device";
+        }
+        return "use --force to write to it anyway";
+    case wz::error_reason::in_place_excluded:
+        return zeroing ? "--in-place require needs --method auto or nvme" : "";
+    case wz::error_reason::not_written:
+        return "preallocate the range as written extents first (`wzero alloc`)";
+    case wz::error_reason::unsafe_durability:
+        return command == hint_command::bench_write ? "--unsafe-through writes in mode through anyway" : "";
+    case wz::error_reason::none:
+    case wz::error_reason::lease_lost:
+    case wz::error_reason::method_unavailable: return "";
+    }
+    return "";
+}
+
 namespace {
 
 std::string human(std::uint64_t b) {
@@ -290,8 +323,8 @@ int run_alloc(const alloc_args& a) {
             print_error(fmt::format("{}: interrupted by {}", a.path, signal_name(stop_signal())));
         }
         print_error(e.message);
-        if (partial.exclusive_use == "refused") {
-            print_error("use --force to zero it anyway (wzero(1), EXCLUSIVE USE)");
+        if (const std::string hint = hint_for(e, hint_command::alloc); !hint.empty()) {
+            print_error(hint);
         }
         // Once zeroing may have begun (the record was taken), say how far it got; refusals
         // before that (bad range, unsupported method) wrote nothing and need no such line.

@@ -268,6 +268,9 @@ int run_bench_write(const bench_args& a) {
     auto w = wz::writer::open(a.path, offset, length, opt);
     if (!w) {
         print_error(w.error().message);
+        if (const std::string hint = hint_for(w.error(), hint_command::bench_write); !hint.empty()) {
+            print_error(hint);
+        }
         return w.error().code.value() == ENOTSUP ? exit_not_supported : exit_failure;
     }
     const std::uint64_t slots = bs == 0 ? 0 : length / bs;

@@ -264,10 +264,8 @@ int run(const request& rq) {
             say(fmt::format("{}: interrupted by {}", rq.path, signal_name(stop_signal())));
         }
         say(e.message);
-        if (partial.exclusive_use == "refused") {
-            say("use --force to zero it anyway (wzero-fallocate(1), EXCLUSIVE USE)");
-        } else if (e.code.value() == EBUSY && e.message.find("--force") != std::string::npos) {
-            say("there is no --force for devices here: `wzero alloc --force` zeroes such a device");
+        if (const std::string hint = hint_for(e, hint_command::fallocate); !hint.empty()) {
+            say(hint);
         }
         if (partial.bytes_done != 0) {
             say(fmt::format("{}: stopped after zeroing {} of {} bytes; data outside [offset {}, length {}] is "

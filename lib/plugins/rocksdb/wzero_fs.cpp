@@ -31,6 +31,36 @@ bool verbose() {
 
 namespace {
 
+rdb::IOStatus io_status_with(const std::string& context, const std::string& file, int err, const std::string& text,
+                             wz::error_reason reason) {
+    const std::string where = file.empty() ? context : "While " + context + ": " + file;
+    if (reason == wz::error_reason::lease_lost) {
+        return rdb::IOStatus::IOFenced(where, text);
+    }
+    switch (err) {
+    case ENOSPC: {
+        rdb::IOStatus s = rdb::IOStatus::NoSpace(where, text);
+        s.SetRetryable(true);
+        return s;
+    }
+    case ESTALE: return rdb::IOStatus::IOError(rdb::IOStatus::kStaleFile);
+    case ENOENT: return rdb::IOStatus::PathNotFound(where, text);
+    default: return rdb::IOStatus::IOError(where, text);
+    }
+}
+
+}  // namespace
+
+rdb::IOStatus io_status_of(const std::string& context, const std::string& file, int err) {
+    return io_status_with(context, file, err, std::strerror(err), wz::error_reason::none);
+}
+
+rdb::IOStatus io_status_of(const std::string& context, const std::string& file, const wz::error_info& e) {
+    return io_status_with(context, file, e.code.value(), e.message, e.reason);
+}
+
+namespace {
+
 __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
     if (!verbose()) {
         return;
@@ -41,10 +71,6 @@ __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
     std::vfprintf(stderr, format, ap);
     std::fputc('\n', stderr);
     va_end(ap);
-}
-
-rdb::IOStatus io_error(const std::string& context, int err) {
-    return rdb::IOStatus::IOError(context, std::strerror(err));
 }
 
 struct opened {
@@ -141,7 +167,7 @@ public:
         if (auto s = wz::zero_range(fd_, span->offset, span->length, o, &rep); !s.ok()) {
             say("%s: %s", path_.c_str(), s.error().message.c_str());
             if (!prealloc_gives_way(s.error().code.value())) {
-                return rdb::IOStatus::IOError("wzero zero_range", s.error().message);
+                return io_status_of("wzero zero_range", path_, s.error());
             }
             // What RocksDB's own file system does with the same range (file_policy.hpp): the
             // zeroes failed before or were cut back, so nothing past the appends is proven.
@@ -174,7 +200,7 @@ public:
             if (::sync_file_range(fd_, 0, 0,
                                   SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) !=
                 0) {
-                return io_error("While sync_file_range " + path_, errno);
+                return io_status_of("sync_file_range", path_, errno);
             }
             if (still_write_through()) {
                 writeback_syncs_.fetch_add(1, std::memory_order_relaxed);
@@ -202,7 +228,7 @@ public:
         report();
         auto s = target()->Close(options, dbg);
         if (fd_ >= 0 && ::close(fd_) != 0 && s.ok()) {
-            s = io_error("While closing " + path_, errno);
+            s = io_status_of("closing", path_, errno);
         }
         fd_ = -1;
         return s;
@@ -353,14 +379,14 @@ rdb::IOStatus wzero_file_system::ReuseWritableFile(const std::string& fname, con
                         old_fname.c_str());
                     return s;
                 }
-                return rdb::IOStatus::IOError("wzero rezero", z.error().message);
+                return io_status_of("wzero rezero", fname, z.error());
             }
             how = "not all written extents (" + v.error().message + "): rezeroed";
         } else if (::fdatasync(o.fd) != 0) {
             // The old size may not be durable yet (Close trims without a sync); Sync relies on it.
             const int err = errno;
             (void)::close(o.fd);  // wz: ignored-error (read-only use)
-            return io_error("While fdatasync " + fname, err);
+            return io_status_of("fdatasync", fname, err);
         }
     }
     say("%s %s (recycled %s, %llu bytes): %s; %s", to_string(role), fname.c_str(), old_fname.c_str(),

@@ -6,6 +6,8 @@
 
 #include <rocksdb/file_system.h>
 
+#include <wzero/wzero.hpp>
+
 #include <memory>
 #include <string>
 
@@ -27,6 +29,16 @@ public:
                                                   std::unique_ptr<ROCKSDB_NAMESPACE::FSWritableFile>* result,
                                                   ROCKSDB_NAMESPACE::IODebugContext* dbg) override;
 };
+
+// A failure as RocksDB's own file system reports it (env/io_posix.cc, IOError()), so that
+// RocksDB's error handler treats it alike: ENOSPC is NoSpace and retryable (the DB resumes once
+// space is freed), ENOENT PathNotFound, ESTALE a stale file, anything else IOError; a wzero run
+// stopped because another process opened or truncated the file (error_reason::lease_lost) is
+// IOFenced: somebody else has the file. Worded "While CONTEXT: FILE" as RocksDB does.
+[[nodiscard]] ROCKSDB_NAMESPACE::IOStatus io_status_of(const std::string& context, const std::string& file,
+                                                       int err);
+[[nodiscard]] ROCKSDB_NAMESPACE::IOStatus io_status_of(const std::string& context, const std::string& file,
+                                                       const wz::error_info& e);
 
 // WZERO_ROCKSDB_VERBOSE set (and not "0"): one line per decision on stderr, "wzero-rocksdb: ...".
 [[nodiscard]] bool verbose();

@@ -121,6 +121,54 @@ TEST(RocksdbWzeroFs, RegisteredByName) {
     EXPECT_STREQ(fs->Name(), "wzero");
 }
 
+// The status kinds RocksDB's error handler decides on, as env/io_posix.cc's IOError() gives
+// them: a full filesystem is NoSpace and retryable (the DB resumes once space is freed), a
+// missing path PathNotFound; a run another process stopped by taking the file is IOFenced.
+TEST(RocksdbWzeroFs, ErrorsMappedAsRocksdbsOwn) {
+    enum class kind { no_space, path_not_found, stale, fenced, io_error };
+    struct row {
+        const char* name;
+        int err;
+        wz::error_reason reason;
+        kind want;
+        bool retryable;
+    };
+    const row rows[] = {
+        {"ENOSPC", ENOSPC, wz::error_reason::none, kind::no_space, true},
+        {"ENOENT", ENOENT, wz::error_reason::none, kind::path_not_found, false},
+        {"ESTALE", ESTALE, wz::error_reason::none, kind::stale, false},
+        {"EIO", EIO, wz::error_reason::none, kind::io_error, false},
+        {"EDQUOT: no NoSpace in io_posix.cc either", EDQUOT, wz::error_reason::none, kind::io_error, false},
+        {"lease lost", EBUSY, wz::error_reason::lease_lost, kind::fenced, false},
+        {"EBUSY, the file in use", EBUSY, wz::error_reason::in_use, kind::io_error, false},
+    };
+    const auto kind_of = [](const rdb::IOStatus& s) {
+        return s.IsNoSpace()                            ? kind::no_space
+               : s.IsPathNotFound()                     ? kind::path_not_found
+               : s.subcode() == rdb::Status::kStaleFile ? kind::stale
+               : s.IsIOFenced()                         ? kind::fenced
+               : s.IsIOError()                          ? kind::io_error
+                                                        : kind::no_space;  // never: every row is an I/O error
+    };
+    for (const auto& r : rows) {
+        SCOPED_TRACE(r.name);
+        const wz::error_info e{std::error_code(r.err, std::system_category()), "zero /db/000004.log: failed",
+                               r.reason};
+        const auto s = io_status_of("wzero zero_range", "/db/000004.log", e);
+        ASSERT_FALSE(s.ok());
+        EXPECT_TRUE(s.IsIOError()) << s.ToString();
+        EXPECT_EQ(kind_of(s), r.want) << s.ToString();
+        EXPECT_EQ(s.GetRetryable(), r.retryable) << s.ToString();
+        if (r.reason == wz::error_reason::none) {
+            const auto by_errno = io_status_of("fdatasync", "/db/000004.log", r.err);
+            EXPECT_EQ(kind_of(by_errno), r.want) << by_errno.ToString();
+            EXPECT_EQ(by_errno.GetRetryable(), r.retryable) << by_errno.ToString();
+        }
+    }
+    EXPECT_EQ(io_status_of("fdatasync", "/db/000004.log", ENOSPC).ToString(),
+              "IO error: No space left on device: While fdatasync: /db/000004.log: No space left on device");
+}
+
 TEST(RocksdbWzeroFs, CrashLeavesAZeroTailThatRecoverySkips) {
     const auto dir = scratch("crash");
     write_and_die(dir, 0, 300, 0, 0);
