@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Completion settings: names and validation.
+// Completion settings: validation (the names are in util/enum_names.cpp).
 #include "io/completion.hpp"
 
 #include "util/errors.hpp"
@@ -7,15 +7,6 @@
 #include <fmt/format.h>
 
 namespace wz {
-
-const char* to_string(completion_mode m) noexcept {
-    switch (m) {
-    case completion_mode::interrupt: return "interrupt";
-    case completion_mode::poll: return "poll";
-    case completion_mode::adaptive: return "adaptive";
-    }
-    return "?";
-}
 
 namespace io {
 

@@ -44,17 +44,6 @@ constexpr std::size_t max_latency_samples = 1U << 22;
 
 }  // namespace
 
-const char* to_string(durability_mode m) noexcept {
-    switch (m) {
-    case durability_mode::automatic: return "auto";
-    case durability_mode::through: return "through";
-    case durability_mode::fua: return "fua";
-    case durability_mode::flush: return "flush";
-    case durability_mode::dsync: return "dsync";
-    }
-    return "?";
-}
-
 result<bool> writer::impl::range_written() {
     if (file_kind_of(caps) == file_kind::block) {
         return true;  // a block device has no extents to convert
