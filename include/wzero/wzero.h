@@ -14,7 +14,36 @@
  * - NULL options mean the defaults (all-zero options are the defaults too).
  * - Callbacks must return to the library (a longjmp out of one would skip its clean-up):
  *   to stop a run, return non-zero from the progress callback.
- * - No C++ exception crosses this interface. */
+ * - No C++ exception crosses this interface.
+ *
+ * The C names and their C++ counterparts (<wzero/wzero.hpp>, namespace wz), for a reader
+ * of either, or of both man pages:
+ *   wz_last_error, wz_last_error_reason   error_info::message, error_info::reason
+ *   enum wz_error_reason                  error_reason
+ *   wz_io_engine, enum wz_io_engine_kind  select_io_engine, current_io_engine; io_engine(_request)
+ *   enum wz_zero_method                   zero_method
+ *   enum wz_method_request                method_request
+ *   enum wz_verify                        verify_mode
+ *   struct wz_zero_opts                   preallocate_options
+ *   struct wz_zero_result                 preallocate_report
+ *   wz_create_zeroed, wz_zero_range,      create_zeroed, zero_range, extend, rezero
+ *   wz_extend, wz_rezero
+ *   wz_stat_json                          stat, then the record's JSON document
+ *   wz_stat, struct wz_caps               stat, capabilities (the fields a C caller decides on)
+ *   enum wz_cache_mode                    cache_mode
+ *   wz_write_cache, struct wz_cache_state write_cache, write_cache_state
+ *   enum wz_durability                    durability_mode
+ *   enum wz_completion_mode               completion_mode
+ *   struct wz_writer_opts                 writer_options
+ *   struct wz_writer, wz_writer_open(_fd) writer, writer::open
+ *   wz_writer_pwrite(v), _submit,         writer::pwrite(v), submit, complete, in_flight,
+ *   _complete, _in_flight, _mode,         mode and reason, alignment, refresh, close
+ *   _alignment, _refresh, _close
+ *   struct wz_completion                  writer_completion
+ *   wz_writer_stats,                      writer::stats, writer_stats
+ *   struct wz_writer_counters
+ *   wz_pwrite_zeros                       (C only: zeroes written at an offset, as pwrite(2))
+ * (The C structs keep their released names: the ABI, docs/abi.md.) */
 #ifndef WZERO_WZERO_H
 #define WZERO_WZERO_H
 
