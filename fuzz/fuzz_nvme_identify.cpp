@@ -18,7 +18,7 @@
 
 namespace {
 
-using namespace wz::nvme;
+using namespace wz::probe::nvme;
 
 template <class T>
 T as(const identify_page& page) {

@@ -46,17 +46,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         mps = 4096ULL << mpsmin;
     }
 
-    const nvme::dlfeat_fields f = nvme::decode_dlfeat(dlfeat);
+    const probe::nvme::dlfeat_fields f = probe::nvme::decode_dlfeat(dlfeat);
     FUZZ_CHECK(f.read_behavior == (dlfeat & 7));
     FUZZ_CHECK(f.wzds == ((dlfeat & 8) != 0) && f.guard_crc == ((dlfeat & 16) != 0));
     FUZZ_CHECK(f.deac_usable == (f.wzds && f.read_behavior == 1));
-    const std::string drb = nvme::read_behavior_name(f.read_behavior);
+    const std::string drb = probe::nvme::read_behavior_name(f.read_behavior);
     FUZZ_CHECK(drb == (f.read_behavior == 0   ? "not reported"
                        : f.read_behavior == 1 ? "zeroes"
                        : f.read_behavior == 2 ? "ones"
                                               : "reserved"));
 
-    const nvme::dealloc_geometry g = nvme::decode_dealloc(nsfeat, npwg, npdg, npda, npdgl, npdal, lba);
+    const probe::nvme::dealloc_geometry g = probe::nvme::decode_dealloc(nsfeat, npwg, npdg, npda, npdgl, npdal, lba);
     if ((nsfeat & 0x30) == 0 || lba == 0) {
         FUZZ_CHECK(!g.granularity_bytes && !g.alignment_bytes && !g.write_granularity_bytes);
         FUZZ_CHECK(g.source.empty() && !g.reason.empty());
@@ -67,18 +67,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             FUZZ_CHECK(b >= lba && b % lba == 0);
         }
         if (g.source == "npdgl/npdal") {
-            FUZZ_CHECK(nvme::npdgl_valid(nsfeat) && npdgl != 0);
+            FUZZ_CHECK(probe::nvme::npdgl_valid(nsfeat) && npdgl != 0);
             FUZZ_CHECK(*g.granularity_bytes == std::uint64_t{npdgl} * lba);
             FUZZ_CHECK(*g.alignment_bytes == std::uint64_t{npdal != 0 ? npdal : npdgl} * lba);
         } else {
             FUZZ_CHECK(g.source == "npdg/npda");
-            FUZZ_CHECK(!(nvme::npdgl_valid(nsfeat) && npdgl != 0));
+            FUZZ_CHECK(!(probe::nvme::npdgl_valid(nsfeat) && npdgl != 0));
             FUZZ_CHECK(*g.granularity_bytes == (npdg + 1ULL) * lba && *g.granularity_bytes <= 65536ULL * lba);
             FUZZ_CHECK(*g.alignment_bytes == (npda + 1ULL) * lba && *g.alignment_bytes <= 65536ULL * lba);
         }
     }
 
-    const auto limit = nvme::limit_bytes(wzsl, mps);
+    const auto limit = probe::nvme::limit_bytes(wzsl, mps);
     if (wzsl == 0) {
         FUZZ_CHECK(limit && *limit == 0);
     } else if (limit) {

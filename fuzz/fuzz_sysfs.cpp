@@ -52,19 +52,19 @@ std::optional<std::uint64_t> decimal(std::string_view t) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    const std::string t = sysfs::trim(text);
+    const std::string t = probe::sysfs::trim(text);
     FUZZ_CHECK(t == stripped(text));
-    FUZZ_CHECK(sysfs::trim(t) == t);
+    FUZZ_CHECK(probe::sysfs::trim(t) == t);
 
-    FUZZ_CHECK(sysfs::parse_u64(text) == decimal(t));
+    FUZZ_CHECK(probe::sysfs::parse_u64(text) == decimal(t));
 
-    const auto wc = sysfs::parse_write_cache(text);
+    const auto wc = probe::sysfs::parse_write_cache(text);
     FUZZ_CHECK(wc.has_value() == (t == "write back" || t == "write through"));
     if (wc) {
         FUZZ_CHECK(*wc == (t == "write back" ? cache_mode::write_back : cache_mode::write_through));
     }
 
-    const auto dev = sysfs::parse_dev(text);
+    const auto dev = probe::sysfs::parse_dev(text);
     const auto colon = t.find(':');
     if (colon == std::string::npos) {
         FUZZ_CHECK(!dev);
@@ -75,17 +75,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(dev.has_value() == valid);
         if (dev) {
             FUZZ_CHECK(dev->first == *maj && dev->second == *min);
-            FUZZ_CHECK(sysfs::parse_dev(fmt::format("{}:{}\n", dev->first, dev->second)) == dev);
+            FUZZ_CHECK(probe::sysfs::parse_dev(fmt::format("{}:{}\n", dev->first, dev->second)) == dev);
         }
     }
 
     const std::string name(text);
-    const std::string ctrl = nvme::controller_name(name);
+    const std::string ctrl = probe::nvme::controller_name(name);
     if (!ctrl.empty()) {
         FUZZ_CHECK(name.rfind(ctrl, 0) == 0 && ctrl.rfind("nvme", 0) == 0);
         FUZZ_CHECK(ctrl.find_first_of("cn", 4) == std::string::npos && ctrl.size() < name.size());
     }
-    const std::string generic = nvme::generic_char_name(name);
+    const std::string generic = probe::nvme::generic_char_name(name);
     if (!generic.empty()) {
         FUZZ_CHECK(name.rfind("nvme", 0) == 0 && generic == "ng" + name.substr(4));
     } else {

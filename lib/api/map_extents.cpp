@@ -37,7 +37,7 @@ status map_extents_here(const std::string& path, std::uint64_t offset, std::uint
     }
     // FIEMAP's addresses are offsets on the record's device only where there is exactly one
     // device and the filesystem does not map its own logical addresses onto its devices.
-    const bool fs_logical = caps->fs && fsprobe::fs_traits_of(caps->fs->type).fiemap_logical;
+    const bool fs_logical = caps->fs && probe::fs::fs_traits_of(caps->fs->type).fiemap_logical;
     const extent_addresses addresses = fs_logical                                        ? extent_addresses::fs_logical
                                        : caps->device && caps->devices.size() == 1 ? extent_addresses::device
                                                                                          : extent_addresses::unknown;

@@ -122,7 +122,7 @@ enum class passthrough_choice { automatic, uring_cmd, ioctl };
 // min(queue_depth, 8) in flight; passthrough_choice::uring_cmd is EOPNOTSUPP ("not
 // supported") naming the engine and why.
 // A command failing with an NVMe status is an error with
-// std::error_code(status, wz::nvme::status_category()); -errno with the system category;
+// std::error_code(status, wz::nvme_status_category()); -errno with the system category;
 // the message names the char device, SLBA, NLB and DEAC.
 // Under a rate (`rate`) each command is sent as pieces of at most io::paced_piece_bytes
 // (io::nvme_pieces: DEAC ones whole multiples of t.deac_unit_lba), each charged to the token

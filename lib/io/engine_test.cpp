@@ -768,7 +768,7 @@ TEST_P(nvme_args_test, flush_errors_name_the_device) {
 }
 
 TEST(nvme_status, category_is_not_errno) {
-    const std::error_code ec(0x4002, wz::nvme::status_category());  // DNR | Invalid Field in Command
+    const std::error_code ec(0x4002, wz::nvme_status_category());  // DNR | Invalid Field in Command
     EXPECT_NE(ec.category(), std::system_category());
     EXPECT_STREQ(to_string(passthrough_path::uring_cmd), "uring_cmd");
     EXPECT_STREQ(to_string(passthrough_path::ioctl), "ioctl");

@@ -54,11 +54,11 @@ command_words write_zeroes_words(const nvme_target& t, const nvme_zero_cmd& c) {
 }
 
 std::string describe(int rc) {
-    return rc > 0 ? nvme::status_category().message(rc) : errno_text(-rc);
+    return rc > 0 ? nvme_status_category().message(rc) : errno_text(-rc);
 }
 
 std::error_code code_of(int rc) {
-    return rc > 0 ? std::error_code(rc, nvme::status_category()) : std::error_code(-rc, std::system_category());
+    return rc > 0 ? std::error_code(rc, nvme_status_category()) : std::error_code(-rc, std::system_category());
 }
 
 // Runs the commands, keeping the bookkeeping both paths share. Under a rate each command is

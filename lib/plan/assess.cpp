@@ -15,8 +15,8 @@ namespace wz::plan {
 namespace {
 
 // The traits of the record's filesystem (none for a block device).
-fsprobe::fs_traits traits_of(const capabilities& caps) {
-    return caps.fs ? fsprobe::fs_traits_of(caps.fs->type) : fsprobe::fs_traits{};
+probe::fs::fs_traits traits_of(const capabilities& caps) {
+    return caps.fs ? probe::fs::fs_traits_of(caps.fs->type) : probe::fs::fs_traits{};
 }
 
 std::string bytes_text(std::uint64_t b) {
@@ -65,7 +65,7 @@ static void assess_dsync_overwrite(capabilities& caps) {
         return;
     }
     const std::string fs = caps.fs ? caps.fs->type : std::string();
-    const fsprobe::fs_traits traits = traits_of(caps);
+    const probe::fs::fs_traits traits = traits_of(caps);
     if (!traits.dsync_overwrite_fua) {
         c.dsync_overwrite_fua = false;
         c.dsync_overwrite_reason = fmt::format("{}: not confirmed to send O_DSYNC overwrites as FUA alone{}",
@@ -214,7 +214,7 @@ std::optional<std::string> not_in_place(const capabilities& caps) {
     if (!traits_of(caps).in_place_rezero) {
         return fmt::format("{} is not known to overwrite written extents in place (only {} are): the filesystem's "
                            "fdatasync is taken as needed",
-                           caps.fs->type, fsprobe::fs_names_with(&fsprobe::fs_traits::in_place_rezero));
+                           caps.fs->type, probe::fs::fs_names_with(&probe::fs::fs_traits::in_place_rezero));
     }
     if (caps.fs->mount_options.find("data=journal") != std::string::npos) {
         return fmt::format("{} mounted data=journal: data goes through the journal, which only fdatasync commits",
@@ -283,7 +283,7 @@ method_assessment assess_kernel(const capabilities& caps, const assess_inputs& i
         if (!traits_of(caps).kernel_write_zeroes) {
             return no(fmt::format("{} does not implement FALLOC_FL_WRITE_ZEROES (Linux implements it for {} and "
                                   "block devices)",
-                                  caps.fs->type, fsprobe::fs_names_with(&fsprobe::fs_traits::kernel_write_zeroes)));
+                                  caps.fs->type, probe::fs::fs_names_with(&probe::fs::fs_traits::kernel_write_zeroes)));
         }
     }
     if (!caps.device) {
@@ -324,7 +324,7 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
             return no(fmt::format("{} is not {}: passthrough zeroing of file extents is only done where "
                                   "extents are overwritten in place",
                                   caps.fs ? caps.fs->type : "the filesystem",
-                                  fsprobe::fs_names_with(&fsprobe::fs_traits::in_place_rezero)));
+                                  probe::fs::fs_names_with(&probe::fs::fs_traits::in_place_rezero)));
         }
     }
     if (!n.write_zeroes_supported) {

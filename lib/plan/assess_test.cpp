@@ -37,7 +37,7 @@ capabilities raw_nvme(std::uint8_t dlfeat, bool vwc_present, std::optional<bool>
     // The fields as the probe derives them from DLFEAT (nvme_probe.cpp), so that the rule
     // tested here is the one a real record carries. Linux advertises unmap write zeroes on
     // the same condition as DEAC (WZDS=1 and DRB=001b).
-    const auto dl = nvme::decode_dlfeat(dlfeat);
+    const auto dl = probe::nvme::decode_dlfeat(dlfeat);
     c.write_zeroes.unmap = dl.deac_usable;
     c.write_zeroes.unmap_max_bytes = c.write_zeroes.unmap.value() ? 1U << 20 : 0;
     c.cache.kernel = cache_mode::write_back;  // Linux says this whenever VWC is present

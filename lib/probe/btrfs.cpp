@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace wz::btrfs {
+namespace wz::probe::btrfs {
 
 std::string format_fsid(std::span<const std::uint8_t, 16> fsid) {
     std::string out;
@@ -73,4 +73,4 @@ result<filesystem> devices_of(int fd, const std::string& path, const sysfs::tree
     return fs;
 }
 
-}  // namespace wz::btrfs
+}  // namespace wz::probe::btrfs

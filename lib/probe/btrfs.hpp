@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace wz::btrfs {
+namespace wz::probe::btrfs {
 
 // The 16 bytes of a btrfs fsid as the name of its /sys/fs/btrfs directory:
 // "e7cb14af-f6ad-482d-bdfb-f70ac073d473".
@@ -41,4 +41,4 @@ struct filesystem {
 // sysfs_members for its fsid. `path` names the file in messages.
 result<filesystem> devices_of(int fd, const std::string& path, const sysfs::tree& sys);
 
-}  // namespace wz::btrfs
+}  // namespace wz::probe::btrfs

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace wz::btrfs {
+namespace wz::probe::btrfs {
 namespace {
 
 namespace fs = std::filesystem;
@@ -78,4 +78,4 @@ TEST_F(BtrfsSysfs, AnotherFilesystemIsNotFound) {
 }
 
 }  // namespace
-}  // namespace wz::btrfs
+}  // namespace wz::probe::btrfs

@@ -20,7 +20,7 @@
 #include <sstream>
 #include <unordered_map>
 
-namespace wz::fsprobe {
+namespace wz::probe::fs {
 
 // Debian 12's headers predate it (Linux 6.8).
 #ifndef STATX_MNT_ID_UNIQUE
@@ -235,4 +235,4 @@ void assess_fallocate(fs_info& info, std::optional<int> inode_flags, int flags_e
                                         info.type);
 }
 
-}  // namespace wz::fsprobe
+}  // namespace wz::probe::fs

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace wz::fsprobe {
+namespace wz::probe::fs {
 
 struct mount_entry {
     int id = -1;  // the mount id of /proc/self/mountinfo (and of statx STATX_MNT_ID)
@@ -44,4 +44,4 @@ void assess_fallocate(fs_info& info, std::optional<int> inode_flags, int flags_e
 // ("fs.mount_point").
 result<fs_info> probe_fs(int fd, const std::string& path, bool refresh, unknown_reasons& unknown);
 
-}  // namespace wz::fsprobe
+}  // namespace wz::probe::fs

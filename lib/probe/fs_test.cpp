@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace wz::fsprobe {
+namespace wz::probe::fs {
 namespace {
 
 // ext2, and ext3/ext4 files without the extents flag, have no fallocate(2) (EOPNOTSUPP,
@@ -90,4 +90,4 @@ TEST(Mount, ByDescriptorWhateverTheName) {
 }
 
 }  // namespace
-}  // namespace wz::fsprobe
+}  // namespace wz::probe::fs

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace wz::fsprobe {
+namespace wz::probe::fs {
 
 namespace {
 
@@ -186,4 +186,4 @@ void note_kernel_write_zeroes_refused(dev_t st_dev) {
     learned_by_dev[st_dev].kernel_write_zeroes_refused = true;
 }
 
-}  // namespace wz::fsprobe
+}  // namespace wz::probe::fs

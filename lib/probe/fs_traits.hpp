@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace wz::fsprobe {
+namespace wz::probe::fs {
 
 // Does fallocate(2) mode 0 allocate on this filesystem?
 enum class fallocate_support {
@@ -76,4 +76,4 @@ struct fs_traits {
 [[nodiscard]] bool kernel_write_zeroes_refused(dev_t st_dev);
 void note_kernel_write_zeroes_refused(dev_t st_dev);
 
-}  // namespace wz::fsprobe
+}  // namespace wz::probe::fs

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace wz::fsprobe {
+namespace wz::probe::fs {
 namespace {
 
 TEST(FsTraits, NamesByMagic) {
@@ -114,4 +114,4 @@ TEST(FsTraitsCache, KernelRefusalRememberedPerDevice) {
 }
 
 }  // namespace
-}  // namespace wz::fsprobe
+}  // namespace wz::probe::fs

@@ -8,7 +8,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace wz::nvme {
+namespace wz::probe::nvme {
 
 namespace {
 
@@ -155,4 +155,4 @@ std::string generic_char_name(const std::string& ns_name) {
     return "ng" + ns_name.substr(4);
 }
 
-}  // namespace wz::nvme
+}  // namespace wz::probe::nvme

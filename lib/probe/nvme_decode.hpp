@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-namespace wz::nvme {
+namespace wz::probe::nvme {
 
 inline constexpr std::size_t identify_page_bytes = NVME_IDENTIFY_DATA_SIZE;
 using identify_page = std::array<std::uint8_t, identify_page_bytes>;
@@ -97,4 +97,4 @@ std::string generic_char_name(const std::string& ns_name);
 // "nvme0n1" -> "nvme0".
 std::string controller_name(const std::string& ns_name);
 
-}  // namespace wz::nvme
+}  // namespace wz::probe::nvme

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace wz::nvme {
+namespace wz::probe::nvme {
 namespace {
 
 // The byte offsets this decoder reads must be the ones libnvme's structures use.
@@ -275,4 +275,4 @@ TEST(Recorded, NvmetOverScsiDebugSetupB) {
 }
 
 }  // namespace
-}  // namespace wz::nvme
+}  // namespace wz::probe::nvme

@@ -16,14 +16,14 @@
 #include <cstring>
 #include <filesystem>
 
-namespace wz::nvme {
+namespace wz::probe::nvme {
 
 namespace {
 
 // libnvme's three outcomes: 0 success, > 0 an NVMe status, -1 with errno.
 std::string describe_failure(int rc, int saved_errno) {
     if (rc > 0) {
-        return status_category().message(rc);
+        return nvme_status_category().message(rc);
     }
     std::string text = errno_text(saved_errno);
     if (saved_errno == EPERM || saved_errno == EACCES) {
@@ -241,4 +241,4 @@ void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, cons
     }
 }
 
-}  // namespace wz::nvme
+}  // namespace wz::probe::nvme

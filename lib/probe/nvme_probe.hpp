@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace wz::nvme {
+namespace wz::probe::nvme {
 
 // The volatile write cache's current state (Get Features FID 06h, SEL current, DW0 bit 0:
 // WCE) as the controller answers through `fd`, an open namespace block device or generic
@@ -32,4 +32,4 @@ wce_reading reread_wce(const nvme_info& ns);
 void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, const device_info& dev,
                      nvme_info& out, unknown_reasons& unknown);
 
-}  // namespace wz::nvme
+}  // namespace wz::probe::nvme

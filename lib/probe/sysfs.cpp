@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace wz::sysfs {
+namespace wz::probe::sysfs {
 
 namespace fs = std::filesystem;
 
@@ -241,4 +241,4 @@ void read_block_info(const tree& sys, const block_node& node, device_info& dev, 
     }
 }
 
-}  // namespace wz::sysfs
+}  // namespace wz::probe::sysfs

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace wz::sysfs {
+namespace wz::probe::sysfs {
 
 // Parsers for the text of single sysfs attributes, pure so that they can be tested on
 // recorded values. They accept the trailing newline the kernel writes.
@@ -57,4 +57,4 @@ void read_block_info(const tree& sys, const block_node& node, device_info& dev,
 // Kind of a disk by its name and sysfs: nvme, loop, dm, md, scsi, virtio, nullb, other.
 std::string classify_disk(const tree& sys, const block_node& node);
 
-}  // namespace wz::sysfs
+}  // namespace wz::probe::sysfs

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace wz::sysfs {
+namespace wz::probe::sysfs {
 namespace {
 
 namespace fs = std::filesystem;
@@ -202,4 +202,4 @@ TEST(SysfsLive, HostLoopOrRootDeviceResolves) {
 }
 
 }  // namespace
-}  // namespace wz::sysfs
+}  // namespace wz::probe::sysfs

@@ -95,17 +95,17 @@ const std::string& kernel_release() {
 device_facts probe_device(dev_t devno) {
     device_facts f;
     f.cache_read_at = record::cache_clock::now();
-    sysfs::tree sys;
-    auto node = sysfs::find_block_node(sys, major(devno), minor(devno));
+    probe::sysfs::tree sys;
+    auto node = probe::sysfs::find_block_node(sys, major(devno), minor(devno));
     if (!node) {
         f.unknown["device"] = node.error().message;
         return f;
     }
     device_info dev;
-    sysfs::read_block_info(sys, *node, dev, f.write_zeroes, f.cache, f.unknown);
+    probe::sysfs::read_block_info(sys, *node, dev, f.write_zeroes, f.cache, f.unknown);
     if (dev.kind == "nvme") {
         nvme_info n;
-        nvme::probe_namespace(sys, *node, dev, n, f.unknown);
+        probe::nvme::probe_namespace(sys, *node, dev, n, f.unknown);
         f.nvme = std::move(n);
     }
     f.device = std::move(dev);
@@ -117,7 +117,7 @@ device_facts probe_device(dev_t devno) {
 // has a volatile write cache, and the kernel's queue/write_cache of the disk.
 void reread_cache_facts(device_facts& f) {
     if (f.nvme && f.nvme->vwc_present.value_or(false)) {
-        auto wce = nvme::reread_wce(*f.nvme);
+        auto wce = probe::nvme::reread_wce(*f.nvme);
         f.nvme->vwc_enabled = wce.enabled;
         if (wce.enabled) {
             f.unknown.erase("nvme.vwc_enabled");
@@ -128,9 +128,9 @@ void reread_cache_facts(device_facts& f) {
     if (f.device) {
         const std::string& disk = f.device->disk;
         const std::string attr = "block/" + disk.substr(disk.rfind('/') + 1) + "/queue/write_cache";
-        sysfs::tree sys;
+        probe::sysfs::tree sys;
         auto text = sys.read(attr);
-        f.cache.kernel = text ? sysfs::parse_write_cache(*text) : std::nullopt;
+        f.cache.kernel = text ? probe::sysfs::parse_write_cache(*text) : std::nullopt;
         if (f.cache.kernel) {
             f.unknown.erase("cache.kernel");
         } else {
@@ -160,14 +160,14 @@ bool xfs_realtime_file(int fd) {
 data_location locate_data(int fd, const std::string& path, const struct ::statx& stx, const fs_info& fs) {
     data_location loc;
     const dev_t st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-    const fsprobe::fs_traits traits = fsprobe::fs_traits_of(fs.type);
+    const probe::fs::fs_traits traits = probe::fs::fs_traits_of(fs.type);
     if (traits.memory_only) {
         loc.why = fmt::format("{} on {} keeps data in memory: no block device", fs.type, fs.mount_point);
         return loc;
     }
     if (fs.type == "btrfs") {
         // Each subvolume (and on Linux 6.x the top level too) has an anonymous st_dev of its own.
-        auto b = btrfs::devices_of(fd, path, sysfs::tree());
+        auto b = probe::btrfs::devices_of(fd, path, probe::sysfs::tree());
         if (!b) {
             loc.why = fmt::format("btrfs: {}", b.error().message);
             return loc;
@@ -230,7 +230,7 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
     std::vector<dev_t> devnos;
     if (kind == file_kind::regular) {
         caps.size_bytes = stx.stx_size;
-        auto fs = fsprobe::probe_fs(fd, path, options.refresh, caps.unknown);
+        auto fs = probe::fs::probe_fs(fd, path, options.refresh, caps.unknown);
         if (!fs) {
             return fs.error();
         }
@@ -295,7 +295,7 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
         };
         const int open_err =
             kind == file_kind::regular
-                ? fsprobe::direct_open_errno(makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh, try_open)
+                ? probe::fs::direct_open_errno(makedev(stx.stx_dev_major, stx.stx_dev_minor), options.refresh, try_open)
                 : try_open();
         if (open_err == 0) {
             // Over several devices (btrfs), the largest logical block: a direct write may go to any.

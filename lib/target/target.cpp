@@ -96,7 +96,7 @@ result<opened> create(const std::string& path, const open_request& req) {
     const long magic = ::fstatfs(t.dir.get(), &sfs) == 0 ? static_cast<long>(sfs.f_type) : 0;
     // The directory's own mount, from its descriptor: a path prefix would name another mount
     // for a relative or bind-mounted directory.
-    if (auto m = fsprobe::find_mount(t.dir.get(), dir)) {
+    if (auto m = probe::fs::find_mount(t.dir.get(), dir)) {
         t.fstype = m->fstype;
     }
     if (pseudo_fs(t.fstype, magic)) {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace wz::nvme {
+namespace wz {
 
 namespace {
 
@@ -21,9 +21,9 @@ public:
 
 }  // namespace
 
-const std::error_category& status_category() noexcept {
+const std::error_category& nvme_status_category() noexcept {
     static const status_category_impl cat;
     return cat;
 }
 
-}  // namespace wz::nvme
+}  // namespace wz

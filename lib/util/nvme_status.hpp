@@ -7,10 +7,10 @@
 
 #include <system_error>
 
-namespace wz::nvme {
+namespace wz {
 
 // NVMe completion status values (SCT and SC, as libnvme and the passthrough ioctl return
 // them: > 0) are not errnos: they get their own category, "nvme-status".
-const std::error_category& status_category() noexcept;
+const std::error_category& nvme_status_category() noexcept;
 
-}  // namespace wz::nvme
+}  // namespace wz

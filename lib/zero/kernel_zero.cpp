@@ -24,7 +24,7 @@ int kernel_write_zeroes(int fd, std::uint64_t offset, std::uint64_t length, std:
     }
     const int err = errno;
     if (fs_dev && kernel_zero_refused(err)) {
-        fsprobe::note_kernel_write_zeroes_refused(*fs_dev);
+        probe::fs::note_kernel_write_zeroes_refused(*fs_dev);
     }
     return -err;
 }

@@ -31,7 +31,7 @@ TEST(KernelZero, RemembersRefusalsOnly) {
     ASSERT_TRUE(ro);
     EXPECT_EQ(kernel_write_zeroes(ro.get(), 0, 4096, st.st_dev), -EBADF);
     EXPECT_FALSE(kernel_zero_refused(EBADF));
-    EXPECT_FALSE(fsprobe::kernel_write_zeroes_refused(st.st_dev));
+    EXPECT_FALSE(probe::fs::kernel_write_zeroes_refused(st.st_dev));
 
     unique_fd rw(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     ASSERT_TRUE(rw);
@@ -40,9 +40,9 @@ TEST(KernelZero, RemembersRefusalsOnly) {
         GTEST_SKIP() << "the kernel zeroes here (Linux 6.17+, ext4 over a device with unmap write zeroes)";
     }
     EXPECT_TRUE(kernel_zero_refused(-rc)) << -rc;
-    EXPECT_FALSE(fsprobe::kernel_write_zeroes_refused(st.st_dev));  // nullopt: nothing to remember
+    EXPECT_FALSE(probe::fs::kernel_write_zeroes_refused(st.st_dev));  // nullopt: nothing to remember
     EXPECT_EQ(kernel_write_zeroes(rw.get(), 0, 4096, st.st_dev), rc);
-    EXPECT_TRUE(fsprobe::kernel_write_zeroes_refused(st.st_dev));
+    EXPECT_TRUE(probe::fs::kernel_write_zeroes_refused(st.st_dev));
 }
 
 }  // namespace

@@ -492,7 +492,7 @@ status runner::run_file(const capabilities& caps) {
         return make_error("fstat", path_, errno);
     }
     bool try_kernel = first->try_kernel;
-    if (try_kernel && fsprobe::kernel_write_zeroes_refused(st.st_dev)) {
+    if (try_kernel && probe::fs::kernel_write_zeroes_refused(st.st_dev)) {
         try_kernel = false;
         decide("kernel: FALLOC_FL_WRITE_ZEROES was refused earlier on this filesystem");
     }
