@@ -48,7 +48,7 @@ result<preallocate_report> verify(const std::string& path, std::uint64_t offset,
                                   verify_mode mode, preallocate_report* partial) {
     preallocate_report rep;
     auto s = api::entry<status>(fmt::format("verify {}", path), [&](private_fd_table&) {
-        return zero_check::verify_path(path, offset, length, mode, rep);
+        return verify_detail::verify_path(path, offset, length, mode, rep);
     });
     if (!s.ok()) {
         if (partial != nullptr) {

@@ -22,7 +22,7 @@
 
 namespace wz {
 
-namespace zero_check {
+namespace verify_detail {
 
 result<std::uint64_t> current_size(int fd, const std::string& path, const capabilities& caps) {
     if (file_kind_of(caps) != file_kind::regular) {
@@ -196,9 +196,9 @@ status verify_path(const std::string& path, std::uint64_t offset, std::uint64_t 
     if (length == 0) {
         return make_error_msg(EINVAL, fmt::format("verify {}: empty range", path));
     }
-    return zero_check::verify_range(fd.get(), path, caps, offset, length, mode, rep);
+    return verify_detail::verify_range(fd.get(), path, caps, offset, length, mode, rep);
 }
 
-}  // namespace zero_check
+}  // namespace verify_detail
 
 }  // namespace wz

@@ -2,7 +2,8 @@
 #pragma once
 
 // Proving a range written zeroes: wz::verify() on its own, and the check wz::preallocate()
-// runs on the range it has just zeroed.
+// runs on the range it has just zeroed. Namespace verify_detail, as lib/writer's is
+// writer_detail: the folder's name is the public call's.
 
 #include <wzero/wzero.hpp>
 
@@ -10,7 +11,7 @@
 #include <optional>
 #include <string>
 
-namespace wz::zero_check {
+namespace wz::verify_detail {
 
 // What a failed verification found, for a caller that must not report more than is there.
 struct verify_extent_of_damage {
@@ -38,4 +39,4 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
 status verify_path(const std::string& path, std::uint64_t offset, std::uint64_t length, verify_mode mode,
                    preallocate_report& rep);
 
-}  // namespace wz::zero_check
+}  // namespace wz::verify_detail

@@ -250,7 +250,7 @@ status allocate_file(int fd, const std::string& path, std::uint64_t offset, std:
         return caps.error();
     }
     preallocate_report proof;
-    auto v = zero_check::verify_range(fd, path, *caps, offset, length, verify_mode::extents, proof);
+    auto v = verify_detail::verify_range(fd, path, *caps, offset, length, verify_mode::extents, proof);
     rep.verified = proof.verified;
     rep.verify_detail = proof.verify_detail;
     if (!v.ok()) {

@@ -52,9 +52,9 @@ planned_operation to_public(const plan::operation& op) {
     return {plan::to_string(op.kind), op.offset, op.length, op.slba, op.nlb, op.deac, op.reason};
 }
 
-using zero_check::current_size;
-using zero_check::verify_extent_of_damage;
-using zero_check::verify_range;
+using verify_detail::current_size;
+using verify_detail::verify_extent_of_damage;
+using verify_detail::verify_range;
 
 class runner {
 public:
