@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Library words in the library (issue 26): the library's messages speak of its API
+# Library words in the library: the library's messages speak of its API
 # (preallocate_options::force, WZ_ZERO_FORCE), and the CLI adds its own options as hints from
 # the error's reason (wz::error_reason), never from the message text. Two rules, outside tests
 # (*_test.*, lib/testing/):
