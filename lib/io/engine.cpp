@@ -27,7 +27,6 @@
 #include <memory>
 #include <new>
 #include <set>
-#include <thread>
 #include <vector>
 
 namespace wz::io {
@@ -78,7 +77,6 @@ zero_buffer::~zero_buffer() {
 namespace {
 
 using detail::nanoseconds;
-using detail::rate_wait_slice;
 
 // The offset alignment O_DIRECT needs on this fd. statx reports it for files since Linux 6.1
 // and for block devices since 6.11; older block devices: the logical block size. 512 is the
@@ -199,16 +197,12 @@ result<io_outcome> uring_zero_writer::run(io_outcome& out, int& setup_errno, uns
                 break;
             }
             if (token_wait) {
-                // In slices, asking the caller in between: see rate_wait_slice.
-                std::this_thread::sleep_for(std::min(*token_wait, rate_wait_slice));
+                detail::sleep_slice(*token_wait);  // then asks the caller: see rate_wait_slice
                 t_.report_progress();
             }
             continue;
         }
-        std::optional<nanoseconds> timeout;
-        if (!t_.stopping() && token_wait) {
-            timeout = std::min(*token_wait, rate_wait_slice);
-        }
+        const auto timeout = detail::reap_timeout(token_wait, !t_.stopping());
         int rc = detail::wait_one(r, timeout);
         if (rc < 0 && rc != -ETIME) {
             ring_errno = -rc;  // cannot reap: io_uring_queue_exit cancels and waits for the rest

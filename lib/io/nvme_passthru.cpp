@@ -22,7 +22,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <thread>
 #include <vector>
 
 namespace wz::io {
@@ -279,16 +278,12 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
                 break;
             }
             if (token_wait) {
-                // In slices, asking the caller in between: see rate_wait_slice.
-                std::this_thread::sleep_for(std::min(*token_wait, detail::rate_wait_slice));
+                detail::sleep_slice(*token_wait);  // then asks the caller: see rate_wait_slice
                 (void)report_progress(true);  // wz: ignored-result (the loop reads stop_ through more())
             }
             continue;
         }
-        std::optional<detail::nanoseconds> timeout;
-        if (more() && token_wait) {
-            timeout = std::min(*token_wait, detail::rate_wait_slice);
-        }
+        const auto timeout = detail::reap_timeout(token_wait, more());
         if (int rc = detail::wait_one(r, timeout); rc < 0 && rc != -ETIME) {
             ring_errno_ = -rc;
             break;
@@ -356,16 +351,12 @@ status nvme_zeroer::run_pool(unsigned threads) {
                 break;
             }
             if (token_wait) {
-                // In slices, asking the caller in between: see rate_wait_slice.
-                std::this_thread::sleep_for(std::min(*token_wait, detail::rate_wait_slice));
+                detail::sleep_slice(*token_wait);  // then asks the caller: see rate_wait_slice
                 (void)report_progress(true);  // wz: ignored-result (the loop reads stop_ through more())
             }
             continue;
         }
-        std::optional<detail::nanoseconds> timeout;
-        if (more() && token_wait) {
-            timeout = std::min(*token_wait, detail::rate_wait_slice);
-        }
+        const auto timeout = detail::reap_timeout(token_wait, more());
         done.clear();
         (void)pool.wait(timeout, done);  // wz: ignored-result (a timeout leaves `done` empty)
         for (const auto& c : done) {

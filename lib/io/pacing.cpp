@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "io/pacing.hpp"
 
-#include <thread>
 
 namespace wz::io {
 
@@ -46,7 +45,7 @@ nvme_piece_blocks nvme_pieces(std::uint64_t piece_bytes, std::uint32_t lba_bytes
 
 bool pacer::admit(std::uint64_t bytes, const progress_fn& progress) {
     while (auto wait = bucket_.take(bytes)) {
-        std::this_thread::sleep_for(std::min(*wait, detail::rate_wait_slice));
+        detail::sleep_slice(*wait);
         if (progress && !progress(0)) {
             return false;
         }

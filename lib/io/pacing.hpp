@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <thread>
 
 namespace wz::io {
 
@@ -97,6 +98,19 @@ private:
 // back: the wait for one piece can be long (64 KiB at --rate 1 is 18 hours), and a SIGINT
 // must end the run at once, not after it.
 inline constexpr nanoseconds rate_wait_slice = std::chrono::milliseconds(50);
+
+// The engines' loops (ring or worker_pool) while take() holds a command back for `token_wait`:
+// with nothing in flight, sleep_slice sleeps one slice of it, the caller then asking progress;
+// with commands in flight, reap_timeout bounds the wait for a completion (none while no longer
+// handing out, or when no tokens are awaited: until a completion comes).
+inline void sleep_slice(nanoseconds token_wait) { std::this_thread::sleep_for(std::min(token_wait, rate_wait_slice)); }
+[[nodiscard]] inline std::optional<nanoseconds> reap_timeout(const std::optional<nanoseconds>& token_wait,
+                                                             bool handing_out) {
+    if (!handing_out || !token_wait) {
+        return std::nullopt;
+    }
+    return std::min(*token_wait, rate_wait_slice);
+}
 
 }  // namespace detail
 

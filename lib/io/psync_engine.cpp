@@ -12,7 +12,6 @@
 
 #include <cerrno>
 #include <new>
-#include <thread>
 #include <vector>
 
 namespace wz::io {
@@ -74,16 +73,12 @@ result<io_outcome> psync_engine::write_zeroes(const zero_write_request& req, con
                 break;
             }
             if (token_wait) {
-                // In slices, asking the caller in between: see rate_wait_slice.
-                std::this_thread::sleep_for(std::min(*token_wait, detail::rate_wait_slice));
+                detail::sleep_slice(*token_wait);  // then asks the caller: see rate_wait_slice
                 t.report_progress();
             }
             continue;
         }
-        std::optional<detail::nanoseconds> timeout;
-        if (!t.stopping() && token_wait) {
-            timeout = std::min(*token_wait, detail::rate_wait_slice);
-        }
+        const auto timeout = detail::reap_timeout(token_wait, !t.stopping());
         done.clear();
         (void)pool.wait(timeout, done);  // wz: ignored-result (a timeout leaves `done` empty)
         for (const auto& c : done) {
