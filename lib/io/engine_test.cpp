@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "io/engine.hpp"
 
+#include "io/engine_impl.hpp"
 #include "io/engine_select.hpp"
-#include "io/worker_pool.hpp"
 
 #include "testing/sanitizer.hpp"
 #include "testing/scratch_dir.hpp"
@@ -501,7 +501,7 @@ TEST_P(psync_pool, threads_capped_signals_blocked_and_joined) {
         ASSERT_TRUE(res) << res.error().message;
         EXPECT_EQ(res->engine, wz::io_engine::psync);
         EXPECT_TRUE(checked);
-        EXPECT_EQ(seen_threads, std::min(qd, detail::psync_max_threads));
+        EXPECT_EQ(seen_threads, std::min(qd, detail::psync_zero_depth));
         EXPECT_EQ(task_ids().size(), before) << "worker threads left behind";
         fd.reset();
         expect_layout(file_, 0, 16 * MiB, 16 * MiB);

@@ -317,8 +317,8 @@ void nvme_zeroer::run_ioctl() {
 }
 
 status nvme_zeroer::run_pool(unsigned threads) {
-    detail::worker_pool pool;
-    if (auto s = pool.start(threads, fmt::format("nvme write zeroes {}", t_.char_path)); !s.ok()) {
+    worker_pool pool(threads, fmt::format("nvme write zeroes {}", t_.char_path));
+    if (auto s = pool.start(threads); !s.ok()) {
         return s;
     }
     slots_.assign(pool.threads(), piece{});
@@ -328,7 +328,10 @@ status nvme_zeroer::run_pool(unsigned threads) {
     unsigned inflight = 0;
     auto issue = [&](const piece& p) {
         const command_words w = write_zeroes_words(t_, p.cmd);
-        pool.submit(occupy(p), [fd = t_.char_fd, w]() -> std::int64_t { return ioctl_command(fd, w); });
+        // Cannot fail: no more commands in flight than threads, started above.
+        (void)pool.submit(occupy(p), [fd = t_.char_fd, w]() -> std::int64_t {  // wz: ignored-result (see above)
+            return ioctl_command(fd, w);
+        });
         hand_out(p);
         ++inflight;
     };
@@ -336,7 +339,7 @@ status nvme_zeroer::run_pool(unsigned threads) {
         issue(first);
     }
     bool first_pending = inflight > 0;
-    std::vector<detail::worker_pool::completion> done;
+    std::vector<worker_pool::completion> done;
     for (;;) {
         std::optional<detail::nanoseconds> token_wait;
         while (!first_pending && more() && inflight < pool.threads()) {
@@ -490,7 +493,7 @@ result<io_outcome> psync_engine::nvme_write_zeroes(const nvme_target& t, std::sp
     }
     nvme_zeroer zeroer(t, cmds, progress, rate);
     const auto threads =
-        static_cast<unsigned>(std::min<std::uint64_t>({queue_depth, detail::psync_max_threads, zeroer.pieces()}));
+        static_cast<unsigned>(std::min<std::uint64_t>({queue_depth, detail::psync_zero_depth, zeroer.pieces()}));
     if (auto s = zeroer.run_pool(threads); !s.ok()) {
         return s.error();
     }

@@ -29,15 +29,11 @@ result<io_outcome> psync_engine::write_zeroes(const zero_write_request& req, con
                                                   req.chunk_bytes, errno_text(ENOMEM)));
     }
     // Declared after the buffer: the workers are joined before it is unmapped.
-    detail::worker_pool pool;
-    if (auto s = pool.start(t.depth(detail::psync_max_threads),
-                            fmt::format("write zeroes {} [offset {}, length {}]", req.path, req.offset, req.length));
-        !s.ok()) {
+    const unsigned depth = t.depth(detail::psync_zero_depth);
+    worker_pool pool(depth, fmt::format("write zeroes {} [offset {}, length {}]", req.path, req.offset, req.length));
+    if (auto s = pool.start(depth); !s.ok()) {
         return s.error();
     }
-    // One write per thread: every write handed out has a thread to run it at once, so "in
-    // flight" means the same as with a ring, and a cancel or an error only has to wait for
-    // those (the tracker hands out nothing new once stopping).
     t.init_ops(pool.threads());
 
     const int fd = req.fd;
@@ -46,7 +42,8 @@ result<io_outcome> psync_engine::write_zeroes(const zero_write_request& req, con
         const detail::write_op& op = t.op(index);
         const auto len = static_cast<std::size_t>(op.remaining);
         const auto off = static_cast<off_t>(op.offset);
-        pool.submit(index, [fd, src, len, off]() -> std::int64_t {
+        // Cannot fail: every write has its thread, started above.
+        (void)pool.submit(index, [fd, src, len, off]() -> std::int64_t {  // wz: ignored-result (see above)
             for (;;) {
                 const ssize_t n = ::pwrite(fd, src, len, off);
                 if (n >= 0) {
@@ -61,7 +58,7 @@ result<io_outcome> psync_engine::write_zeroes(const zero_write_request& req, con
     };
 
     unsigned inflight = 0;  // handed to the pool, not yet completed
-    std::vector<detail::worker_pool::completion> done;
+    std::vector<worker_pool::completion> done;
     for (;;) {
         std::optional<detail::nanoseconds> token_wait;
         while (auto index = t.next(&token_wait)) {

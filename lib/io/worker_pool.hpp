@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Private to lib/io: the psync engine's threads. A few workers run blocking system calls
-// (pwrite, the NVMe passthrough ioctl); the calling thread hands out jobs and collects their
-// results, so that all bookkeeping, progress and cancellation stay on the caller's thread,
-// exactly as with a ring.
+// The psync engine's threads, for zeroing (io::psync_engine: pwrite and the NVMe passthrough
+// ioctl) and for the writer's asynchronous API without io_uring (lib/writer/psync_pool.hpp).
+// Workers run blocking system calls; a thread is created only when a task is posted and no
+// worker is idle, up to the pool's cap, so a caller keeping q tasks in flight has about q
+// threads. Every worker blocks every signal (signal_free_thread) and is named "wz-psync".
 #pragma once
 
 #include <wzero/wzero.hpp>
@@ -14,57 +15,70 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
-namespace wz::io::detail {
+namespace wz::io {
 
-// Threads a psync run starts at most, whatever the queue depth asks for. Measured (README,
-// "psync next to io_uring"): on a loop device over a file and on a file over a loop device,
-// 1 MiB O_DIRECT zero writes gain nothing beyond 8 concurrent pwrites on this class of
-// machine, and NVMe Write Zeroes commands are short. More threads would only cost stacks.
-constexpr unsigned psync_max_threads = 8;
+// The most threads one pool runs, whatever its caller asks for: the writer's asynchronous API
+// at queue depth 64. Measured on ext4 over a loop device (README, "psync"), QD 32 and 64: 64
+// threads against 16 gave 10-20% more writes per second and a p99 2-4x lower (a write no
+// longer queues for a thread), at the same CPU per write. Zeroing asks for fewer
+// (detail::psync_zero_depth).
+constexpr unsigned max_worker_threads = 64;
 
 class worker_pool {
 public:
-    // What a job returns: bytes written or 0 / an NVMe status (>= 0), or -errno.
+    // Runs on a worker. Must not throw: an exception leaving a thread ends the process.
+    using task = std::function<void()>;
+    // A task whose result wait() hands back: bytes written or 0 / an NVMe status (>= 0), or
+    // -errno. Must not throw either.
     using job = std::function<std::int64_t()>;
     struct completion {
         std::uint64_t tag;
         std::int64_t result;
     };
 
-    worker_pool() = default;
+    // `max_threads`: the most workers (at least 1, at most max_worker_threads). `what` names
+    // the run in errors.
+    worker_pool(unsigned max_threads, std::string what);
     worker_pool(const worker_pool&) = delete;
     worker_pool& operator=(const worker_pool&) = delete;
     ~worker_pool() { stop(); }
 
-    // Starts up to `threads` workers with every signal blocked (so that SIGINT, SIGTERM and
-    // the like are delivered to the caller's threads, where the CLI's handlers run). Fewer
-    // than asked is fine (RLIMIT_NPROC, a container's pids limit); none is an error naming
-    // `what`.
-    [[nodiscard]] status start(unsigned threads, std::string_view what);
-    [[nodiscard]] unsigned threads() const noexcept { return static_cast<unsigned>(threads_.size()); }
-
-    // Callers keep no more jobs outstanding than there are threads, so a job never waits
-    // behind another: everything submitted is in flight.
-    void submit(std::uint64_t tag, job j);
-    // Waits until at least one completion is there or `timeout` passes, then moves every
-    // completion there into `out` (appending). Returns false on timeout with none.
+    // Creates workers up front until there are `n` (at most the cap), for a caller that will
+    // keep them all busy at once. Fewer than asked is fine (RLIMIT_NPROC, a container's pids
+    // limit); none at all is an error naming `what`.
+    [[nodiscard]] status start(unsigned n);
+    // Queues `t` and wakes an idle worker, or creates one when none is idle and the cap allows.
+    // Fails only when there is no worker and none can be created; `t` is then not queued.
+    [[nodiscard]] status post(task t);
+    // Posts `j`; its result goes, with `tag`, to the completions wait() hands back.
+    [[nodiscard]] status submit(std::uint64_t tag, job j);
+    // Waits until at least one completion of submit() is there or `timeout` passes, then moves
+    // every completion there into `out` (appending). Returns false on timeout with none.
     bool wait(std::optional<std::chrono::nanoseconds> timeout, std::vector<completion>& out);
-    // Finishes the jobs already started, drops the others, joins every worker. Idempotent.
+    // Finishes the tasks already started, drops the others, joins every worker. Idempotent.
     void stop();
+    [[nodiscard]] unsigned threads() const;
 
 private:
     void work();
+    // With mutex_ held: one more worker. 0 or the errno of the failed creation.
+    int add_worker();
 
-    std::mutex mutex_;
-    std::condition_variable work_cv_;  // workers wait here for jobs
-    std::condition_variable done_cv_;  // the caller waits here for completions
-    std::deque<std::pair<std::uint64_t, job>> queue_;
+    const unsigned max_threads_;
+    const std::string what_;
+    mutable std::mutex mutex_;
+    std::condition_variable work_cv_;  // a task was queued, or stop
+    std::condition_variable done_cv_;  // a job's completion is there
+    std::deque<task> queue_;
     std::vector<completion> done_;
+    std::size_t jobs_out_ = 0;  // submitted, not yet handed back by wait()
+    unsigned idle_ = 0;         // workers waiting for a task
     bool quit_ = false;
     std::vector<std::thread> threads_;
 };
 
-}  // namespace wz::io::detail
+}  // namespace wz::io

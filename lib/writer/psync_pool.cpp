@@ -2,9 +2,6 @@
 #include "writer/psync_pool.hpp"
 
 #include "util/errors.hpp"
-#include "util/signal_free_thread.hpp"
-
-#include <pthread.h>
 
 #include <fmt/format.h>
 
@@ -12,32 +9,17 @@
 #include <cerrno>
 #include <exception>
 #include <new>
-#include <system_error>
 
 namespace wz::writer_detail {
 
 psync_pool::psync_pool(unsigned threads, write_fn write, flush_fn flush, std::string what)
-    : max_threads_(std::clamp(threads, 1U, psync_max_threads)),
-      write_(std::move(write)),
-      flush_(std::move(flush)),
-      what_(std::move(what)) {
-    // Room for every worker up front: a push_back that failed with the new thread running
-    // would terminate.
-    workers_.reserve(max_threads_);
-}
+    : write_(std::move(write)), flush_(std::move(flush)), what_(std::move(what)), pool_(threads, what_) {}
 
 psync_pool::~psync_pool() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-        // Not started: never written, never acknowledged (close() waits for them first).
-        in_flight_ -= queue_.size();
-        queue_.clear();
-    }
-    work_cv_.notify_all();
-    for (auto& t : workers_) {
-        t.join();  // a running write (or flush) finishes: its buffer is in use until then
-    }
+    // The jobs no worker has started are dropped: never written, never acknowledged (close()
+    // waits for them first); a running write (or flush) finishes: its buffer is in use until
+    // then.
+    pool_.stop();
 }
 
 status psync_pool::submit(const job& j) {
@@ -61,26 +43,15 @@ status psync_pool::submit(const job& j) {
         free_slots_.pop_back();
         slots_[slot] = j;
     }
-    queue_.push_back(slot);
     ++in_flight_;
-    if (queue_.size() > idle_ && workers_.size() < max_threads_) {
-        // Workers take no signal (signal_free_thread says why).
-        int err = 0;
-        try {
-            workers_.push_back(signal_free_thread([this] { work(); }));
-        } catch (const std::system_error& e) {
-            err = e.code().value();
-        }
-        if (err != 0 && workers_.empty()) {
-            queue_.pop_back();
-            free_slots_.push_back(slot);
-            --in_flight_;
-            return make_error_range("psync: create a worker thread for write", what_, j.offset, j.len, err);
-        }
-        // With at least one worker the job runs, later.
-    }
     lock.unlock();
-    work_cv_.notify_one();
+    if (auto s = pool_.post([this, slot] { run(slot); }); !s.ok()) {
+        lock.lock();
+        free_slots_.push_back(slot);
+        --in_flight_;
+        return make_error_range("psync: create a worker thread for write", what_, j.offset, j.len,
+                                s.code().value());
+    }
     return {};
 }
 
@@ -129,56 +100,43 @@ status without_exceptions(F&& f, const char* what, std::uint64_t offset, std::si
 
 }  // namespace
 
-void psync_pool::work() {
-    ::pthread_setname_np(::pthread_self(), "wz-psync");
+void psync_pool::run(std::uint32_t slot) {
     std::unique_lock lock(mutex_);
-    for (;;) {
-        ++idle_;
-        work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        --idle_;
-        if (stopping_) {
-            return;
-        }
-        const std::uint32_t slot = queue_.front();
-        queue_.pop_front();
-        const job j = slots_[slot];
-        ++running_;
+    const job j = slots_[slot];
+    lock.unlock();
+    status st = without_exceptions([&] { return write_(j); }, "write (psync)", j.offset, j.len);
+    lock.lock();
+    auto now = clock::now();
+    if (!st.ok() || !flush_ || j.alone) {
+        finish(slot, std::move(st));
+        done_cv_.notify_all();
+    } else {
+        group_.write_completed(slot, now - j.t0, now);
+    }
+    if (!flush_) {
+        return;
+    }
+    // This worker runs the flushes that are due now (a failed write may make one due: it
+    // was the other write on the device); writes completed while one runs wait for the
+    // next, which it starts when that one is back and nothing else is running.
+    while (group_.flush_due(now, in_flight_ - ready_.size())) {
+        group_.start_flush();
         lock.unlock();
-        status st = without_exceptions([&] { return write_(j); }, "write (psync)", j.offset, j.len);
+        const status flushed = without_exceptions([&] { return flush_(); }, "flush (psync)", 0, 0);
         lock.lock();
-        --running_;
-        auto now = clock::now();
-        if (!st.ok() || !flush_ || j.alone) {
-            finish(slot, std::move(st));
-            done_cv_.notify_all();
-        } else {
-            group_.write_completed(slot, now - j.t0, now);
-        }
-        if (!flush_) {
-            continue;
-        }
-        // This worker runs the flushes that are due now (a failed write may make one due: it
-        // was the other write on the device); writes completed while one runs wait for the
-        // next, which it starts when that one is back and nothing else is running.
-        while (group_.flush_due(now, in_flight_ - ready_.size())) {
-            group_.start_flush();
-            lock.unlock();
-            const status flushed = without_exceptions([&] { return flush_(); }, "flush (psync)", 0, 0);
-            lock.lock();
-            for (const std::uint32_t id : group_.flush_completed()) {
-                if (flushed.ok()) {
-                    finish(id, flushed);
-                } else {
-                    // Its error goes to every write it covered, each naming its own range.
-                    error_info err = flushed.error();
-                    err.message += fmt::format(" (write [offset {}, length {}] not durable)", slots_[id].offset,
-                                               slots_[id].len);
-                    finish(id, err);
-                }
+        for (const std::uint32_t id : group_.flush_completed()) {
+            if (flushed.ok()) {
+                finish(id, flushed);
+            } else {
+                // Its error goes to every write it covered, each naming its own range.
+                error_info err = flushed.error();
+                err.message += fmt::format(" (write [offset {}, length {}] not durable)", slots_[id].offset,
+                                           slots_[id].len);
+                finish(id, err);
             }
-            done_cv_.notify_all();
-            now = clock::now();
         }
+        done_cv_.notify_all();
+        now = clock::now();
     }
 }
 
@@ -208,9 +166,6 @@ std::uint64_t psync_pool::blocking_waits() const {
     return blocking_waits_;
 }
 
-std::size_t psync_pool::threads() const {
-    std::lock_guard lock(mutex_);
-    return workers_.size();
-}
+std::size_t psync_pool::threads() const { return pool_.threads(); }
 
 }  // namespace wz::writer_detail

@@ -299,10 +299,10 @@ TEST(PsyncPool, AFailedWriteIsHandedBackWithItsErrorAndNotFlushed) {
 
 TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
     const std::size_t tasks_before = task_count();
-    constexpr unsigned jobs = wz::writer_detail::psync_max_threads + 8;
+    constexpr unsigned jobs = wz::io::max_worker_threads + 8;
     for (const unsigned threads : {1U, 3U, 1000U}) {
         SCOPED_TRACE(::testing::Message() << threads << " threads asked");
-        const unsigned expect = std::min(threads, wz::writer_detail::psync_max_threads);
+        const unsigned expect = std::min(threads, wz::io::max_worker_threads);
         gate writes;
         std::atomic<unsigned> running{0}, most{0};
         std::atomic<unsigned> signals_blocked{0};
