@@ -26,9 +26,9 @@ constexpr std::uint64_t flush_tag = UINT64_MAX;
 
 }  // namespace
 
-uring_engine::uring_engine(writer::impl& w) : w_(w), mode_(w.mode), nvme_fua_(w.fua_by_nvme(mode_)) {}
+uring_path::uring_path(writer::impl& w) : w_(w), mode_(w.mode), nvme_fua_(w.fua_by_nvme(mode_)) {}
 
-status uring_engine::start() {
+status uring_path::start() {
     const unsigned depth = w_.options.queue_depth;
     unsigned flags = 0;
     iopoll_ = w_.options.completion.mode == completion_mode::poll;
@@ -62,10 +62,10 @@ status uring_engine::start() {
     return {};
 }
 
-io::reaper_counters uring_engine::counters() const { return reaper_ ? reaper_->counters() : io::reaper_counters{}; }
+io::reaper_counters uring_path::counters() const { return reaper_ ? reaper_->counters() : io::reaper_counters{}; }
 
 // Submits what is queued in the SQ; the kernel may take part of it (the rest goes next time).
-status uring_engine::submit_sqes() {
+status uring_path::submit_sqes() {
     io_uring* r = ring_->get();
     while (io_uring_sq_ready(r) > 0) {
         const int rc = io::detail::submit(r);
@@ -81,7 +81,7 @@ status uring_engine::submit_sqes() {
 }
 
 // Puts op `slot` (its remaining bytes) on the ring.
-status uring_engine::queue(std::uint32_t slot) {
+status uring_path::queue(std::uint32_t slot) {
     async_op& op = ops_[slot];
     io_uring* r = ring_->get();
     status submit_error;
@@ -143,13 +143,13 @@ status uring_engine::queue(std::uint32_t slot) {
 
 // A failed flush's error as a write it covered reports it: each names its own range, as the
 // synchronous pwrite() does.
-error_info uring_engine::flush_failed(error_info e, const async_op& op) {
+error_info uring_path::flush_failed(error_info e, const async_op& op) {
     e.message += fmt::format(" (write [offset {}, length {}] not durable)", op.offset, op.len);
     return e;
 }
 
 // op `slot` is finished (durable or failed): hand it back on the next complete().
-void uring_engine::deliver(std::uint32_t slot) {
+void uring_path::deliver(std::uint32_t slot) {
     async_op& op = ops_[slot];
     writer_completion c;
     c.user_data = op.user_data;
@@ -171,7 +171,7 @@ void uring_engine::deliver(std::uint32_t slot) {
     free_slots_.push_back(slot);
 }
 
-void uring_engine::handle(const io_uring_cqe& cqe) {
+void uring_path::handle(const io_uring_cqe& cqe) {
     --commands_in_flight_;
     const std::uint64_t tag = io_uring_cqe_get_data64(&cqe);
     if (tag == flush_tag) {
@@ -245,7 +245,7 @@ void uring_engine::handle(const io_uring_cqe& cqe) {
 
 // Flush mode (and `through` writes after a move out of it): starts the flush the group commit
 // asks for.
-status uring_engine::maybe_flush() {
+status uring_path::maybe_flush() {
     if (!group_.flush_due(std::chrono::steady_clock::now(), writes_in_flight_ - ready_.size())) {
         return {};
     }
@@ -283,7 +283,7 @@ status uring_engine::maybe_flush() {
     return submit_sqes();
 }
 
-status uring_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
+status uring_path::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
     if (free_slots_.empty()) {
         return make_error_msg(EBUSY, fmt::format("write {} [offset {}, length {}]: {} writes already in flight (the "
                                                  "queue depth): complete() some first",
@@ -316,13 +316,13 @@ status uring_engine::submit(const void* buf, std::size_t len, std::uint64_t offs
     return {};
 }
 
-result<std::size_t> uring_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
+result<std::size_t> uring_path::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
     if (!ring_) {
         return std::size_t{0};
     }
     min_complete = std::min(min_complete, writes_in_flight_);
     struct ops_t {
-        uring_engine& a;
+        uring_path& a;
         std::optional<error_info> error;
         unsigned drain() {
             const unsigned n = io::detail::drain_ready(a.ring_->get(), [&](const io_uring_cqe& cqe) { a.handle(cqe); });
@@ -364,7 +364,7 @@ result<std::size_t> uring_engine::complete(std::vector<writer_completion>& out, 
     return n;
 }
 
-psync_engine::psync_engine(writer::impl& w)
+psync_path::psync_path(writer::impl& w)
     : w_(w),
       mode_(w.mode),
       nvme_fua_(w.fua_by_nvme(mode_)),
@@ -401,7 +401,7 @@ psync_engine::psync_engine(writer::impl& w)
                                           : psync_pool::flush_fn(),
           w.path) {}
 
-status psync_engine::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
+status psync_path::submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) {
     if (pool_.in_flight() >= w_.options.queue_depth) {
         return make_error_msg(EBUSY, fmt::format("write {} [offset {}, length {}]: {} writes already in flight (the "
                                                  "queue depth): complete() some first",
@@ -417,7 +417,7 @@ status psync_engine::submit(const void* buf, std::size_t len, std::uint64_t offs
     return pool_.submit(j);
 }
 
-result<std::size_t> psync_engine::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
+result<std::size_t> psync_path::complete(std::vector<writer_completion>& out, std::size_t min_complete) {
     std::vector<psync_pool::finished> done;
     const std::size_t n = pool_.complete(done, min_complete);
     for (auto& f : done) {
@@ -440,7 +440,7 @@ result<std::size_t> psync_engine::complete(std::vector<writer_completion>& out, 
     return n;
 }
 
-io::reaper_counters psync_engine::counters() const {
+io::reaper_counters psync_path::counters() const {
     io::reaper_counters c;
     c.blocking_waits = pool_.blocking_waits();
     return c;
@@ -456,7 +456,7 @@ io_engine writer::impl::async_engine_kind() const {
 
 status writer::impl::start_async() {
     if (current_io_engine().engine == io_engine::io_uring) {
-        auto u = std::make_unique<writer_detail::uring_engine>(*this);
+        auto u = std::make_unique<writer_detail::uring_path>(*this);
         auto e = u->start();
         if (e.ok()) {
             async = std::move(u);
@@ -470,7 +470,7 @@ status writer::impl::start_async() {
             return e;
         }
     }
-    async = std::make_unique<writer_detail::psync_engine>(*this);
+    async = std::make_unique<writer_detail::psync_path>(*this);
     return {};
 }
 

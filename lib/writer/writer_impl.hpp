@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Private to lib/writer (and wz::writer::open in api/): the state behind wz::writer. writer::impl holds what both paths
 // share (the target, its descriptors, the durability mode, the counters) and the synchronous
-// path's group commit; the asynchronous path keeps its own state in an async_engine
+// path's group commit; the asynchronous path keeps its own state in an async_path
 // (async.cpp: io_uring or psync).
 #pragma once
 
@@ -48,13 +48,14 @@ struct async_op {
     bool alone = false;  // flush mode: written as RWF_DSYNC, durable when it completes (lone_writes)
 };
 
-// The asynchronous API's engine, chosen at the first submit() after open or refresh: the
-// process's I/O engine (wz::current_io_engine), io_uring moving to psync when its ring setup is
+// The asynchronous API's path, on the I/O engine chosen at the first submit() after open or
+// refresh: uring_path on a ring of lib/io, psync_path on lib/io's worker_pool. The engine is
+// the process's (wz::current_io_engine), io_uring moving to psync when its ring setup is
 // refused for good (io::fall_back_to_psync). Both hand back only writes that are durable, with
 // the same errors and counters; destroying one waits for the writes it has running.
-class async_engine {
+class async_path {
 public:
-    virtual ~async_engine() = default;
+    virtual ~async_path() = default;
     virtual status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) = 0;
     virtual result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete) = 0;
     [[nodiscard]] virtual std::size_t writes_in_flight() const noexcept = 0;
@@ -70,9 +71,9 @@ public:
 // writes in flight and, in flush mode, the group commit that decides when a flush starts. It
 // writes through the device state of writer::impl (descriptors, mode, NVMe facts); the
 // synchronous path shares none of this.
-class uring_engine final : public async_engine {
+class uring_path final : public async_path {
 public:
-    explicit uring_engine(writer::impl& w);
+    explicit uring_path(writer::impl& w);
 
     // Sets up the ring; its error (io_uring setup, with the errno) before any submit().
     status start();
@@ -109,15 +110,15 @@ private:
     std::optional<io::reaper> reaper_;
 };
 
-// psync: a pool of up to min(queue depth, psync_max_threads) threads doing what the
+// psync: up to min(queue depth, io::max_worker_threads) threads (psync_pool) doing what the
 // synchronous API does (pwrite on the O_DIRECT descriptor, O_DSYNC in dsync mode, RWF_DSYNC
 // in fua mode on a file; NVMe Write with FUA through the ioctl on a raw namespace) and, in
 // flush mode, io_uring's group commit (flush_batcher) with flush_now() as the flush.
 // completion_options mean nothing here: the workers block in the kernel, complete() on a
 // condition variable (its waits counted as blocking_waits).
-class psync_engine final : public async_engine {
+class psync_path final : public async_path {
 public:
-    explicit psync_engine(writer::impl& w);
+    explicit psync_path(writer::impl& w);
 
     status submit(const void* buf, std::size_t len, std::uint64_t offset, std::uint64_t user_data) override;
     result<std::size_t> complete(std::vector<writer_completion>& out, std::size_t min_complete) override;
@@ -192,7 +193,7 @@ struct writer::impl {
     // The asynchronous API's engine: null until the first submit() (after open or refresh).
     // Last, so that it is destroyed first: its running writes use the descriptors above.
     io::reaper_counters async_counters_before;  // of engines torn down by refresh
-    std::unique_ptr<writer_detail::async_engine> async;
+    std::unique_ptr<writer_detail::async_path> async;
     status start_async();
     void reset_async();
     [[nodiscard]] std::size_t async_in_flight() const noexcept { return async ? async->writes_in_flight() : 0; }
