@@ -11,10 +11,12 @@
 
 namespace {
 
-// struct wz_caps as the first header that had it (0.2) declared it.
-constexpr std::size_t caps_first_size = sizeof(wz_caps);
-// struct wz_cache_state as the first header that had it (0.5) declared it.
-constexpr std::size_t cache_state_first_size = sizeof(wz_cache_state);
+// The smallest size a caller may pass: the struct as 0.2.0 released it. Literal, so that a
+// member appended later (at the end, docs/abi.md) leaves it where callers built against 0.2.0
+// need it.
+constexpr std::size_t caps_first_size = 96;
+constexpr std::size_t cache_state_first_size = 24;
+static_assert(sizeof(wz_caps) >= caps_first_size && sizeof(wz_cache_state) >= cache_state_first_size);
 
 // The C enum indexes method_usable[] by the C++ record's order: keep them in step.
 static_assert(wz::all_zero_methods[WZ_ZERO_KERNEL] == wz::zero_method::kernel);

@@ -26,7 +26,11 @@ namespace {
 
 using wz::capi::fail;
 
-constexpr std::size_t writer_opts_first_size = sizeof(wz_writer_opts);
+// The smallest size a caller may pass: the struct as 0.2.0 released it. Literal, so that a
+// member appended later (at the end, docs/abi.md) leaves it where callers built against 0.2.0
+// need it.
+constexpr std::size_t writer_opts_first_size = 40;
+static_assert(sizeof(wz_writer_opts) >= writer_opts_first_size);
 // struct wz_writer_counters as the first header that had it (0.2) declared it: up to p999_us.
 constexpr std::size_t counters_first_size = offsetof(wz_writer_counters, cache_rereads);
 constexpr std::uint32_t known_writer_flags = WZ_WRITER_ALLOW_UNSAFE_THROUGH | WZ_WRITER_FORCE;

@@ -14,7 +14,11 @@ namespace {
 
 using wz::capi::fail;
 
-constexpr std::size_t zero_opts_first_size = sizeof(wz_zero_opts);
+// The smallest sizes a caller may pass: the structs as 0.2.0 released them. Literal, so that
+// a member appended later (at the end, docs/abi.md) leaves them where callers built against
+// 0.2.0 need them.
+constexpr std::size_t zero_opts_first_size = 56;
+static_assert(sizeof(wz_zero_opts) >= zero_opts_first_size);
 constexpr std::uint32_t known_zero_flags = WZ_ZERO_NO_SYNC | WZ_ZERO_NO_FALLBACK | WZ_ZERO_FORCE;
 
 static_assert(WZ_METHOD_AUTO == static_cast<int>(wz::method_request::automatic) &&
@@ -35,7 +39,8 @@ struct zero_call {
     wz::preallocate_report report;
 };
 
-constexpr std::size_t zero_result_first_size = sizeof(wz_zero_result);
+constexpr std::size_t zero_result_first_size = 64;  // as zero_opts_first_size
+static_assert(sizeof(wz_zero_result) >= zero_result_first_size);
 static_assert(std::size(wz::all_zero_methods) == WZ_ZERO_METHOD_COUNT);
 
 // wz_zero_opts to preallocate_options. Returns 0 or -errno (message naming OPERATION).
