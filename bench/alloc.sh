@@ -5,12 +5,20 @@
 # ratios against `dd if=/dev/zero bs=2M oflag=direct`, plus the peak RSS of walking and
 # planning a 64 GiB sparse file with 1 million extents (wzero alloc --dry-run).
 #   bench/alloc.sh [SIZE_MIB] [ROUNDS]      (root; default 1024 MiB, 5 rounds)
+# WZ_BENCH_BEFORE=BUILD_DIR adds that build's wzero (a worktree of an earlier commit built with
+# tools/build.sh) to every round as wzero-alloc-before, and its RSS: a change's before and
+# after, side by side.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 size_mib=${1:-1024}
 rounds=${2:-5}
 wzero=$repo/build/tools/wzero/wzero
 frag=$repo/build/bench/wzero_make_fragmented
+before=${WZ_BENCH_BEFORE:+$WZ_BENCH_BEFORE/tools/wzero/wzero}
+if [ -n "$before" ] && [ ! -x "$before" ]; then
+	echo "WZ_BENCH_BEFORE: no $before" >&2
+	exit 1
+fi
 command -v fio >/dev/null || apt-get install -y -qq fio >/dev/null
 if [ ! -x "$wzero" ] || [ ! -x "$frag" ]; then
 	echo "build first (tools/build.sh)" >&2
@@ -48,6 +56,9 @@ timed() { # name command...
 for _ in $(seq "$rounds"); do
 	timed "dd-bs2M-direct" dd if=/dev/zero of="$f" bs=2M count=$((size_mib / 2)) oflag=direct conv=fsync
 	timed "wzero-alloc" "$wzero" alloc -l "${size_mib}M" --verify=none "$f"
+	if [ -n "$before" ]; then
+		timed "wzero-alloc-before" "$before" alloc -l "${size_mib}M" --verify=none "$f"
+	fi
 	timed "fallocate-z+dd" sh -c "touch '$f' && fallocate -z -l ${size_mib}M '$f' && dd if=/dev/zero of='$f' bs=2M count=$((size_mib / 2)) oflag=direct conv=notrunc,fsync"
 	timed "posix_fallocate" sh -c "fallocate -x -l ${size_mib}M '$f' && sync '$f'"
 	timed "fio-qd32-bs1M" fio --name=z --filename="$f" --rw=write --bs=1M --iodepth=32 --direct=1 \
@@ -58,7 +69,7 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 base=$(awk '$1 == "dd-bs2M-direct" { print $2 }' "$work/times" | median)
 echo "zeroing ${size_mib} MiB on ext4 over a loop device ($loop_mode I/O to its backing file), median of $rounds interleaved rounds"
 printf '%-18s %10s %10s %14s\n' "method" "seconds" "MiB/s" "speed vs dd"
-for m in dd-bs2M-direct wzero-alloc fallocate-z+dd posix_fallocate fio-qd32-bs1M; do
+for m in dd-bs2M-direct wzero-alloc ${before:+wzero-alloc-before} fallocate-z+dd posix_fallocate fio-qd32-bs1M; do
 	t=$(awk -v m="$m" '$1 == m { print $2 }' "$work/times" | median)
 	printf '%-18s %10.3f %10.0f %13.2fx\n' "$m" "$t" "$(echo "$size_mib / $t" | bc -l)" "$(echo "$base / $t" | bc -l)"
 done
@@ -71,3 +82,7 @@ rss=$( { /usr/bin/time -f "%M" "$wzero" alloc -l 64G --dry-run "$work/mnt/frag" 
 # filefrag merges physically adjacent extents in its count; FIEMAP (wzero map) does not.
 extents=$("$wzero" map "$work/mnt/frag" | grep -c unwritten)
 echo "peak RSS of wzero alloc --dry-run over 64 GiB with $extents extents: $((rss / 1024)) MiB"
+if [ -n "$before" ]; then
+	rss=$( { /usr/bin/time -f "%M" "$before" alloc -l 64G --dry-run "$work/mnt/frag" >/dev/null; } 2>&1 | tail -n 1)
+	echo "the same with WZ_BENCH_BEFORE's wzero: $((rss / 1024)) MiB"
+fi
