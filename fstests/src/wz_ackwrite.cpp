@@ -23,6 +23,7 @@
 
 #include <wzero/wzero.hpp>
 
+#include "ackwrite_block.hpp"
 #include "replay_marker.hpp"
 
 #include <fcntl.h>
@@ -54,9 +55,9 @@
 
 namespace {
 
-constexpr std::size_t block_bytes = 4096;
-constexpr std::size_t record_bytes = 32;
-constexpr char magic[8] = {'W', 'Z', 'A', 'C', 'K', 'v', '1', '\0'};
+using wzt::ackwrite::block_bytes;
+using wzt::ackwrite::describe_block;
+using wzt::ackwrite::fill_block;
 constexpr int exit_failure = 1;
 constexpr int exit_not_supported = 2;
 constexpr std::uint64_t max_bad_lines = 10;
@@ -243,51 +244,6 @@ aligned_buffer alloc_aligned(std::size_t bytes, std::size_t align) {
         std::exit(exit_failure);
     }
     return aligned_buffer(static_cast<unsigned char*>(p));
-}
-
-void put_u64(unsigned char* p, std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-        p[i] = static_cast<unsigned char>(v >> (8 * i));
-    }
-}
-
-std::uint64_t get_u64(const unsigned char* p) {
-    std::uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
-
-void fill_block(unsigned char* b, std::uint64_t run_id, std::uint64_t seq, std::uint64_t offset) {
-    for (std::size_t r = 0; r < block_bytes; r += record_bytes) {
-        std::memcpy(b + r, magic, sizeof magic);
-        put_u64(b + r + 8, run_id);
-        put_u64(b + r + 16, seq);
-        put_u64(b + r + 24, offset);
-    }
-}
-
-// What a block that is not the expected one holds, for the message.
-std::string describe_block(const unsigned char* b) {
-    bool zero = true;
-    for (std::size_t i = 0; i < block_bytes && zero; ++i) {
-        zero = b[i] == 0;
-    }
-    if (zero) {
-        return "zeroes";
-    }
-    if (std::memcmp(b, magic, sizeof magic) != 0) {
-        return "no pattern (first bytes not the magic)";
-    }
-    unsigned char first[record_bytes];
-    std::memcpy(first, b, record_bytes);
-    bool uniform = true;
-    for (std::size_t r = record_bytes; r < block_bytes && uniform; r += record_bytes) {
-        uniform = std::memcmp(b + r, first, record_bytes) == 0;
-    }
-    return fmt::format("{}pattern of run {:#x} seq {} offset {}", uniform ? "" : "torn block; first record: ",
-                       get_u64(first + 8), get_u64(first + 16), get_u64(first + 24));
 }
 
 // Block index for sequence number `seq`: in order, or a fixed permutation of the range
@@ -646,24 +602,15 @@ struct nvme_reader : block_reader {
     }
 };
 
-// An extent map: "FILE_OFFSET DEVICE_OFFSET LENGTH" lines (bytes), as fstests/common/ackwrite's
-// _extent_map prints them.
-struct extent_t {
-    std::uint64_t file, device, length;
-};
-
-std::vector<extent_t> read_map(const std::string& path) {
+// An extent map, as fstests/common/ackwrite's _extent_map prints it.
+std::vector<wzt::ackwrite::extent> read_map(const std::string& path) {
     std::ifstream in(path);
     if (!in) {
         std::fprintf(stderr, "wz_ackwrite: cannot read %s\n", path.c_str());
         std::exit(exit_failure);
     }
-    std::vector<extent_t> map;
-    extent_t e{};
-    while (in >> e.file >> e.device >> e.length) {
-        map.push_back(e);
-    }
-    if (!in.eof() || map.empty()) {
+    std::vector<wzt::ackwrite::extent> map;
+    if (!wzt::ackwrite::parse_map(in, map)) {
         std::fprintf(stderr, "wz_ackwrite: %s is not an extent map (\"FILE DEVICE LENGTH\" lines)\n", path.c_str());
         std::exit(exit_failure);
     }
@@ -672,7 +619,7 @@ std::vector<extent_t> read_map(const std::string& path) {
 
 int run_verify(const std::string& path, const std::string& acks, const std::string& via, std::string nvme_dev,
                std::optional<std::uint64_t> run_id, const std::string& map_path) {
-    std::vector<extent_t> map;
+    std::vector<wzt::ackwrite::extent> map;
     if (!map_path.empty()) {
         map = read_map(map_path);
     }
@@ -681,30 +628,12 @@ int run_verify(const std::string& path, const std::string& acks, const std::stri
         std::fprintf(stderr, "wz_ackwrite: cannot read %s\n", acks.c_str());
         return exit_failure;
     }
-    struct ack_t {
-        std::uint64_t seq, offset;
-    };
-    std::vector<ack_t> list;
-    std::string line;
-    std::uint64_t malformed = 0;
-    while (std::getline(in, line)) {
-        std::istringstream ls(line);
-        std::string word;
-        ls >> word;
-        if (word == "open" && !run_id) {
-            std::string id;
-            ls >> id;
-            run_id = std::stoull(id, nullptr, 0);
-        } else if (word == "ack") {
-            ack_t a{};
-            if (ls >> a.seq >> a.offset) {
-                list.push_back(a);
-            } else {
-                malformed++;  // a line cut by the kill cannot be: one write(2) per line
-            }
-        }
+    // A line cut by the kill cannot be (one write(2) per line): a malformed one fails.
+    const wzt::ackwrite::ack_list list = wzt::ackwrite::parse_acks(in);
+    if (!run_id) {
+        run_id = list.run_id;
     }
-    if (!run_id && !list.empty()) {
+    if (!run_id && !list.acks.empty()) {
         std::fprintf(stderr, "wz_ackwrite: %s has no \"open\" line and no --run-id was given\n", acks.c_str());
         return exit_failure;
     }
@@ -726,44 +655,23 @@ int run_verify(const std::string& path, const std::string& acks, const std::stri
     }
     auto buf = alloc_aligned(block_bytes, 4096);
     auto want = alloc_aligned(block_bytes, 4096);
-    std::uint64_t intact = 0, bad = 0;
-    for (const auto& a : list) {
-        std::uint64_t at = a.offset;
-        std::string why;
-        if (!map.empty()) {
-            why = "not in the extent map";
-            for (const auto& e : map) {
-                if (a.offset >= e.file && a.offset - e.file + block_bytes <= e.length) {
-                    at = e.device + (a.offset - e.file);
-                    why.clear();
-                    break;
-                }
+    const auto n = wzt::ackwrite::verify_acks(
+        list.acks, run_id.value_or(0), map, buf.get(), want.get(),
+        [&](unsigned char* b, std::uint64_t at) { return reader->read(b, at); },
+        [bad = std::uint64_t{0}](const wzt::ackwrite::ack& a, const std::string& why) mutable {
+            if (++bad <= max_bad_lines) {
+                std::fprintf(stderr, "wz_ackwrite: bad: ack %llu %llu: %s\n", static_cast<unsigned long long>(a.seq),
+                             static_cast<unsigned long long>(a.offset), why.c_str());
             }
-        }
-        if (why.empty()) {
-            why = reader->read(buf.get(), at);
-        }
-        if (why.empty()) {
-            fill_block(want.get(), *run_id, a.seq, a.offset);
-            if (std::memcmp(buf.get(), want.get(), block_bytes) == 0) {
-                intact++;
-                continue;
-            }
-            why = "the block holds " + describe_block(buf.get());
-        }
-        if (++bad <= max_bad_lines) {
-            std::fprintf(stderr, "wz_ackwrite: bad: ack %llu %llu: %s\n", static_cast<unsigned long long>(a.seq),
-                         static_cast<unsigned long long>(a.offset), why.c_str());
-        }
-    }
-    if (bad > max_bad_lines) {
+        });
+    if (n.bad > max_bad_lines) {
         std::fprintf(stderr, "wz_ackwrite: ... and %llu more bad blocks\n",
-                     static_cast<unsigned long long>(bad - max_bad_lines));
+                     static_cast<unsigned long long>(n.bad - max_bad_lines));
     }
-    std::printf("verify: %zu acked, %llu intact, %llu bad%s\n", list.size(), static_cast<unsigned long long>(intact),
-                static_cast<unsigned long long>(bad),
-                malformed != 0 ? fmt::format(", {} malformed ack lines", malformed).c_str() : "");
-    return bad == 0 && malformed == 0 ? 0 : exit_failure;
+    std::printf("verify: %zu acked, %llu intact, %llu bad%s\n", list.acks.size(),
+                static_cast<unsigned long long>(n.intact), static_cast<unsigned long long>(n.bad),
+                list.malformed != 0 ? fmt::format(", {} malformed ack lines", list.malformed).c_str() : "");
+    return n.bad == 0 && list.malformed == 0 ? 0 : exit_failure;
 }
 
 // ---------------------------------------------------------------------------

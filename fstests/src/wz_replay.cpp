@@ -16,6 +16,7 @@
 //   wz_replay check --log LOG --base IMG --work FILE --marker-at OFF --marker-length LEN
 //                   [--lba N] [--tag TAG] [--fua-from CMDS] [--cuts N] [--max-cuts N]
 //                   [--subsets N] [--seed N] [--range OFF:LEN]... [--check CMD]
+//                   [--verify-acked [--verify-map MAP]]
 //       rebuilds the device image (IMG as it was before the logged run, plus the log's
 //       entries) as it would be after a power loss at cut points of the log, and checks each.
 //
@@ -43,10 +44,16 @@
 //       not write it), WZ_REPLAY_ACKED (a file with the lines of TAG whose markers are in the
 //       log before the cut, tag removed), WZ_REPLAY_CUT and WZ_REPLAY_SUBSET; exit status 0
 //       passes.
+//   --verify-acked: what `wz_ackwrite verify [--map MAP] IMAGE ACKED` checks, in this process
+//       (no command started per image): every block acknowledged before the cut (TAG's "ack
+//       SEQ OFFSET" lines, the run id from its "open" line) holds its write's pattern, read at
+//       OFFSET of the image or, with --verify-map MAP (wz_ackwrite's extent map), where MAP puts
+//       it.
 // Output: "replay TAG: ..." summary lines (entries, markers, cut points by kind, images
 // checked, violations) and the first violations. Exit status: 0 no violation, 1 violations
 // or a malformed log, 2 usage.
 
+#include "ackwrite_block.hpp"
 #include "logwrites.hpp"
 #include "replay_marker.hpp"
 
@@ -71,6 +78,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -323,7 +331,8 @@ range_t parse_range(const std::string& s) {
 }
 
 struct check_args {
-    std::string log, base, work, tag, fua_from, check_cmd;
+    std::string log, base, work, tag, fua_from, check_cmd, verify_map;
+    bool verify_acked = false;
     std::uint64_t marker_at = 0, marker_length = 0, lba = 512;
     std::uint64_t cuts = 20, max_cuts = 0, subsets = 2;
     std::uint64_t seed = 0;
@@ -391,6 +400,8 @@ private:
     void apply(std::size_t i, std::vector<undo_t>* undo);
     void check_ranges(const std::vector<std::size_t>& entries, std::vector<std::string>& why);
     void violation(std::size_t cut, const std::string& subset, const std::string& why);
+    // --verify-acked: every block in `acks` holds its write's pattern in the work image.
+    void verify_acked(const wzt::ackwrite::ack_list& acks, std::vector<std::string>& why);
 
     [[nodiscard]] std::uint64_t bytes(std::uint64_t sectors) const { return sectors * parsed_.sector_size; }
     [[nodiscard]] bool in_marker_area(const wzt::log_entry& e) const {
@@ -403,10 +414,32 @@ private:
     wzt::parsed_log parsed_;
     std::vector<bool> fua_;
     std::vector<marker_t> markers_;
+    std::vector<wzt::ackwrite::extent> verify_map_;  // --verify-map
     int work_fd_ = -1, base_fd_ = -1;
     std::uint64_t violations_ = 0;
     std::uint64_t rewritten_outside_ = 0;  // most sectors outside the ranges written at a cut
 };
+
+void replayer::verify_acked(const wzt::ackwrite::ack_list& acks, std::vector<std::string>& why) {
+    namespace aw = wzt::ackwrite;
+    unsigned char buf[aw::block_bytes], want[aw::block_bytes];
+    std::string first;
+    const auto n = aw::verify_acks(
+        acks.acks, acks.run_id.value_or(0), verify_map_, buf, want,
+        [this](unsigned char* b, std::uint64_t at) -> std::string {
+            pread_all(work_fd_, b, aw::block_bytes, at, a_.work);
+            return {};
+        },
+        [&first](const aw::ack& a, const std::string& w) {
+            if (first.empty()) {
+                first = fmt::format("ack {} {}: {}", a.seq, a.offset, w);
+            }
+        });
+    if (n.bad != 0) {
+        why.push_back(fmt::format("{} of {} acknowledged blocks do not hold their write; first: {}", n.bad,
+                                  acks.acks.size(), first));
+    }
+}
 
 void replayer::violation(std::size_t cut, const std::string& subset, const std::string& why) {
     if (++violations_ <= max_violation_lines) {
@@ -678,6 +711,12 @@ int replayer::run() {
     }
     fd_guard gw(work_fd_), gb(base_fd_);
     const std::string acked_path = a_.work + ".acked";
+    if (!a_.verify_map.empty()) {
+        std::ifstream in(a_.verify_map);
+        if (!in || !wzt::ackwrite::parse_map(in, verify_map_)) {
+            die(fmt::format("{} is not an extent map (\"FILE DEVICE LENGTH\" lines)", a_.verify_map));
+        }
+    }
 
     std::uint64_t images = 0, per_kind[5] = {}, dropped_max = 0;
     std::size_t prefix = 0;  // entries [0, prefix) are applied to the work image for good
@@ -707,15 +746,27 @@ int replayer::run() {
         }
         dropped_max = std::max<std::uint64_t>(dropped_max, optional.size());
         // Acknowledgements given before the cut.
-        {
-            std::ofstream out(acked_path, std::ios::trunc);
-            for (const auto& m : markers_) {
-                if (m.entry < c) {
-                    out << m.text << '\n';
-                }
+        std::string acked;
+        for (const auto& m : markers_) {
+            if (m.entry < c) {
+                acked += m.text;
+                acked += '\n';
             }
+        }
+        if (!a_.check_cmd.empty()) {
+            std::ofstream out(acked_path, std::ios::trunc);
+            out << acked;
             if (!out) {
                 die(fmt::format("write {}", acked_path));
+            }
+        }
+        std::optional<wzt::ackwrite::ack_list> acks;
+        if (a_.verify_acked) {
+            std::istringstream in(acked);
+            acks = wzt::ackwrite::parse_acks(in);
+            if (acks->malformed != 0 || (!acks->run_id && !acks->acks.empty())) {
+                die(fmt::format("tag {}: {} malformed ack lines{} before cut {}", a_.tag, acks->malformed,
+                                acks->run_id ? "" : ", no \"open\" line", c));
             }
         }
         std::vector<std::pair<std::string, std::vector<bool>>> variants;
@@ -772,6 +823,9 @@ int replayer::run() {
                     why.push_back(WIFEXITED(st) ? fmt::format("--check exit status {}", WEXITSTATUS(st))
                                                 : fmt::format("--check ended by signal {}", WTERMSIG(st)));
                 }
+            }
+            if (acks) {
+                verify_acked(*acks, why);
             }
             for (const auto& w : why) {
                 violation(c, vname, w);
@@ -852,6 +906,10 @@ int main(int argc, char** argv) {
             a.ranges.push_back(parse_range(value(i)));
         } else if (o == "--check") {
             a.check_cmd = value(i);
+        } else if (o == "--verify-acked") {
+            a.verify_acked = true;
+        } else if (o == "--verify-map") {
+            a.verify_map = value(i);
         } else if (o.size() > 1 && o[0] == '-') {
             usage("unknown option " + o);
         } else {
@@ -883,8 +941,11 @@ int main(int argc, char** argv) {
         if (a.lba < 512 || (a.lba & (a.lba - 1)) != 0) {
             usage("--lba must be a power of two of at least 512");
         }
-        if (a.ranges.empty() && a.check_cmd.empty()) {
-            usage("check needs --range or --check: nothing would be checked");
+        if (a.ranges.empty() && a.check_cmd.empty() && !a.verify_acked) {
+            usage("check needs --range, --check or --verify-acked: nothing would be checked");
+        }
+        if (!a.verify_map.empty() && !a.verify_acked) {
+            usage("--verify-map goes with --verify-acked");
         }
         return replayer(a).run();
     }
