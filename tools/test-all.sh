@@ -29,12 +29,13 @@ phase "install (tools/install-deps.sh)"
 bash "$repo/tools/install-deps.sh" || exit 1
 phase "build"
 bash "$repo/tools/build.sh" || exit 1
-# The sanitizer builds (build-asan, build-tsan) go on in the background at the lowest CPU
-# priority while the unit tests, the fuzzers and the fstests run (the VM's TCG thread leaves
-# a core mostly idle): a cold CI run saves their 5 minutes. The sanitizer phase below waits
-# for them; their log is printed there. A failed build is built, and counted, again there.
+# The sanitizer builds (build-asan, build-tsan) go on in the background while the unit tests,
+# the fuzzers and the fstests run, at their normal priority: at nice 19 they got only what the
+# VM's TCG thread and the host tests left, and were not done when the host tests were, so the
+# sanitizer phase below waited for them while only the VM ran beside. That phase waits for
+# them; their log is printed there. A failed build is built, and counted, again there.
 san_build_log=$(mktemp)
-nice -n 19 bash "$repo/tools/sanitize.sh" build >"$san_build_log" 2>&1 &
+bash "$repo/tools/sanitize.sh" build >"$san_build_log" 2>&1 &
 san_build_pid=$!
 # The VM configurations (fstests/check --vm), from now on in the background; their log is
 # printed, and counted, in the last phase.
