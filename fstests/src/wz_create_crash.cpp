@@ -29,7 +29,8 @@
 //
 // sigkill: RUNS times: fork a child running create (or create-unsafe with --unsafe) of up to
 // 10000 files of SIZE bytes in DIR with its stdout in DIR.log, sleep a random delay in
-// [0, MAX-DELAY-MS] ms, SIGKILL the child, reap it, run check on DIR with DIR.log, then
+// [0, MAX-DELAY-MS] ms (doubled after each run, up to 16 times, until some run has seen a
+// file reported created), SIGKILL the child, reap it, run check on DIR with DIR.log, then
 // empty DIR. stdout: "runs R killed K failed_runs F bad B missing M tmp H complete C
 // created N" plus the seed ("seed S", random from the clock unless given). Exit status 0
 // when no run failed, 1 otherwise.
@@ -369,13 +370,18 @@ int do_sigkill(const std::string& self, const std::string& dir, std::uint64_t si
     const std::string log = dir + ".log";
     check_counts total;
     std::uint64_t killed = 0, failed_runs = 0;
+    // Doubled (up to 16) after every run while no run has seen a file created: a machine that
+    // takes longer than MAX-DELAY-MS to start the child and create one file (TCG under load)
+    // still gets kills between creates, not only before the first.
+    std::uint64_t delay_scale = 1;
     for (std::uint64_t run = 0; run < runs; ++run) {
         const int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (logfd < 0) {
             std::fprintf(stderr, "wz_create_crash: open %s: %s\n", log.c_str(), std::strerror(errno));
             return 1;
         }
-        const std::uint64_t delay_us = std::uniform_int_distribution<std::uint64_t>(0, max_delay_ms * 1000)(rng);
+        const std::uint64_t delay_us =
+            std::uniform_int_distribution<std::uint64_t>(0, max_delay_ms * 1000 * delay_scale)(rng);
         const pid_t pid = ::fork();
         if (pid < 0) {
             std::fprintf(stderr, "wz_create_crash: fork: %s\n", std::strerror(errno));
@@ -423,6 +429,9 @@ int do_sigkill(const std::string& self, const std::string& dir, std::uint64_t si
         total.tmp += c.tmp;
         total.created += c.created;
         total.missing += c.missing;
+        if (total.created == 0 && delay_scale < 16) {
+            delay_scale *= 2;
+        }
         if (empty_dir(dir) != 0) {
             return 1;
         }
