@@ -29,6 +29,11 @@ int worker_pool::add_worker() {
     return 0;
 }
 
+error_info worker_pool::no_worker(int err) const {
+    return make_error_msg(err, fmt::format("{}: psync engine: no worker thread could be started: {}", what_,
+                                           errno_text(err)));
+}
+
 status worker_pool::start(unsigned n) {
     std::lock_guard lock(mutex_);
     int err = 0;
@@ -36,8 +41,7 @@ status worker_pool::start(unsigned n) {
         err = add_worker();
     }
     if (threads_.empty()) {
-        return make_error_msg(err, fmt::format("{}: psync engine: no worker thread could be started: {}", what_,
-                                               errno_text(err)));
+        return no_worker(err);
     }
     return {};
 }
@@ -50,8 +54,7 @@ status worker_pool::post(task t) {
             // With at least one worker the task runs, later, when creating this one fails.
             if (const int err = add_worker(); err != 0 && threads_.empty()) {
                 queue_.pop_back();
-                return make_error_msg(err, fmt::format("{}: psync engine: no worker thread could be started: {}",
-                                                       what_, errno_text(err)));
+                return no_worker(err);
             }
         }
     }

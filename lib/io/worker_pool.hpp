@@ -67,6 +67,8 @@ private:
     void work();
     // With mutex_ held: one more worker. 0 or the errno of the failed creation.
     int add_worker();
+    // The error of a pool left without a worker: naming `what`, the errno of the creation.
+    [[nodiscard]] error_info no_worker(int err) const;
 
     const unsigned max_threads_;
     const std::string what_;
