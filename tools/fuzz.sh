@@ -30,6 +30,7 @@ build_log=$(mktemp)
 trap 'rm -f "$build_log"' EXIT
 start=$SECONDS
 if ! cmake -S "$repo" -B "$build" -DWZERO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DCMAKE_C_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG' \
 	-DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" >"$build_log" 2>&1 ||
 	! cmake --build "$build" -j 2 -- --no-print-directory >>"$build_log" 2>&1; then
 	tail -n 40 "$build_log" >&2
