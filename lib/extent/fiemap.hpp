@@ -48,10 +48,13 @@ struct extent {
 // filesystem splits them; adjacent ones are not merged.
 class walker {
 public:
+    // Extents per FIEMAP ioctl unless the caller says otherwise: 512 of 56 bytes, 28 KiB.
+    static constexpr std::uint32_t default_batch = 512;
+
     // `path` names the file in error messages. `sync` sets FIEMAP_FLAG_SYNC on the first
     // request, so that delayed allocations are resolved before they are mapped.
     walker(int fd, std::string path, std::uint64_t offset, std::uint64_t length,
-           std::uint32_t batch_extents = 512, bool sync = false);
+           std::uint32_t batch_extents = default_batch, bool sync = false);
 
     // Fills `out` (cleared first) with the next extents: true while it hands out extents,
     // false once the range is exhausted. FIEMAP failing is an error naming the path and range.

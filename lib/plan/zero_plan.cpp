@@ -12,8 +12,8 @@ namespace wz::plan {
 
 namespace {
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
-std::uint64_t round_down(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : v / a * a; }
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+std::uint64_t align_down(std::uint64_t v, std::uint64_t a) { return a <= 1 ? v : v / a * a; }
 
 bool usable(const capabilities& caps, zero_method m) {
     auto it = caps.methods.find(m);
@@ -140,9 +140,9 @@ void split_nvme_range(const nvme_geometry& g, std::uint64_t slba, std::uint64_t 
     const dealloc_blocks blocks = dealloc_blocks_of(g);
     const std::uint64_t gran = blocks.granularity;
     const std::uint64_t align = blocks.alignment;
-    const std::uint64_t deac_chunk = round_down(g.max_nlb, gran);
-    const std::uint64_t mid_start = round_up(slba, align);
-    const std::uint64_t mid_end = mid_start < end ? mid_start + round_down(end - mid_start, gran) : mid_start;
+    const std::uint64_t deac_chunk = align_down(g.max_nlb, gran);
+    const std::uint64_t mid_start = align_up(slba, align);
+    const std::uint64_t mid_end = mid_start < end ? mid_start + align_down(end - mid_start, gran) : mid_start;
     if (deac_chunk == 0 || mid_start >= mid_end) {
         emit(slba, end, false, g.max_nlb,
              reason + (deac_chunk == 0 ? "; deallocate granularity exceeds the largest command: no DEAC"
@@ -174,8 +174,8 @@ void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t
         emit(op_kind::write_buffered, offset, end, reason + " (no O_DIRECT here)");
         return;
     }
-    const std::uint64_t mid_start = std::min(round_up(offset, align), end);
-    const std::uint64_t mid_end = std::max(round_down(end, align), mid_start);
+    const std::uint64_t mid_start = std::min(align_up(offset, align), end);
+    const std::uint64_t mid_end = std::max(align_down(end, align), mid_start);
     emit(op_kind::write_buffered, offset, mid_start, reason + " (head not aligned for O_DIRECT)");
     emit(op_kind::write_direct, mid_start, mid_end, reason);
     emit(op_kind::write_buffered, mid_end, end, reason + " (tail not aligned for O_DIRECT)");
@@ -184,8 +184,8 @@ void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t
 edge_split split_range_edges(std::uint64_t offset, std::uint64_t length, std::uint32_t page_bytes) {
     edge_split s;
     const std::uint64_t end = offset + length;
-    s.mid_start = std::min(round_up(offset, page_bytes), end);
-    s.mid_end = std::max(round_down(end, page_bytes), s.mid_start);
+    s.mid_start = std::min(align_up(offset, page_bytes), end);
+    s.mid_end = std::max(align_down(end, page_bytes), s.mid_start);
     auto edge = [](std::uint64_t from, std::uint64_t to, const char* where, std::vector<operation>& out) {
         if (from < to) {
             operation op;
@@ -449,7 +449,7 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
             const std::uint64_t lba = g.lba_bytes;
             const std::uint64_t dev_start = *e.physical + g.partition_start_bytes;
             const std::uint64_t head = (lba - dev_start % lba) % lba;
-            const std::uint64_t body = e.length > head ? round_down(e.length - head, lba) : 0;
+            const std::uint64_t body = e.length > head ? align_down(e.length - head, lba) : 0;
             if (body == 0) {
                 split_write_range(e.offset, e.length, align, "written extent smaller than a logical block",
                                   r.operations);

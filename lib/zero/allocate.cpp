@@ -31,7 +31,6 @@ namespace wz {
 
 namespace {
 
-constexpr std::uint32_t extent_batch = 512;
 constexpr std::size_t max_reported_lines = 256;
 
 struct piece {
@@ -90,7 +89,7 @@ result<range_map> map_by_seek(int fd, const std::string& path, std::uint64_t off
 // encoded, inline, unknown) holds or may hold data and is kept.
 result<range_map> map_file_range(int fd, const std::string& path, std::uint64_t offset, std::uint64_t end) {
     range_map m;
-    extent::walker walk(fd, path, offset, end - offset, extent_batch, true);
+    extent::walker walk(fd, path, offset, end - offset, extent::walker::default_batch, true);
     std::vector<extent::extent> batch;
     while (true) {
         auto more = walk.next(batch);

@@ -46,7 +46,6 @@ namespace wz {
 namespace {
 
 constexpr std::size_t max_reported_steps = 256;
-constexpr std::uint32_t extent_batch = 512;
 
 planned_operation to_public(const plan::operation& op) {
     return {plan::to_string(op.kind), op.offset, op.length, op.slba, op.nlb, op.deac, op.reason};
@@ -372,7 +371,7 @@ status runner::require_in_place(const capabilities& caps, bool written_needs_nvm
         return {};
     }
     const plan::request req = request();
-    extent::walker walk(fd_, path_, offset_, length_, extent_batch, true);
+    extent::walker walk(fd_, path_, offset_, length_, extent::walker::default_batch, true);
     std::vector<extent::extent> batch;
     std::uint64_t extents = 0;
     while (true) {
@@ -572,7 +571,7 @@ status runner::run_file(const capabilities& caps) {
         }
     }
 
-    extent::walker walk(fd_, path_, offset_, length_, extent_batch, true);
+    extent::walker walk(fd_, path_, offset_, length_, extent::walker::default_batch, true);
     std::vector<extent::extent> batch;
     while (true) {
         auto more = walk.next(batch);
@@ -877,7 +876,7 @@ status runner::check_free_space(const capabilities& caps) {
     std::uint64_t needed = last - first;
     const bool cow = caps.fs && caps.fs->cow;
     if (!cow && caps.size_bytes > first) {
-        extent::walker walk(fd_, path_, first, last - first, extent_batch, false);
+        extent::walker walk(fd_, path_, first, last - first, extent::walker::default_batch, false);
         std::vector<extent::extent> batch;
         std::uint64_t mapped = 0;
         bool known = true;

@@ -146,6 +146,10 @@ std::string signal_name(int sig);
 std::shared_ptr<CLI::FormatterBase> help_formatter();
 std::string version_text(const std::string& program);
 
+// BYTES as util-linux's size_to_human_string(SIZE_SUFFIX_3LETTER | SIZE_SUFFIX_SPACE) prints
+// them (fallocate -v, lsblk): "512 B", "1.5 KiB", "16 MiB".
+std::string human_size(std::uint64_t bytes);
+
 // The name messages start with: "wzero", or the name wzero-fallocate was run under.
 void set_program_name(const char* name);
 const char* program();

@@ -143,23 +143,6 @@ private:
     std::chrono::steady_clock::time_point last_{};
 };
 
-// As util-linux's size_to_human_string(SIZE_SUFFIX_3LETTER | SIZE_SUFFIX_SPACE), which
-// `fallocate -v` prints: one decimal, dropped when it is zero ("16 MiB", "1.5 GiB").
-std::string human_size(std::uint64_t b) {
-    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    double v = static_cast<double>(b);
-    while (v >= 1024.0 && u < 6) {
-        v /= 1024.0;
-        ++u;
-    }
-    std::string t = fmt::format("{:.1f}", v);
-    if (t.size() > 2 && t.compare(t.size() - 2, 2, ".0") == 0) {
-        t.resize(t.size() - 2);
-    }
-    return t + " " + units[u];
-}
-
 // --dry-run: the decisions and the plan, one line each.
 void print_plan(const wz::preallocate_report& r) {
     for (const auto& d : r.decisions) {

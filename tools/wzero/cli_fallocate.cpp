@@ -165,42 +165,6 @@ size_arg parse_off_t(const char* text) {
     return a;
 }
 
-// size_to_human_string(SIZE_SUFFIX_3LETTER | SIZE_SUFFIX_SPACE) of util-linux 2.38
-// (lib/strutils.c), so that -v reads as fallocate's: "1 MiB", "1.5 KiB", "512 B".
-std::string human_size(std::uint64_t bytes) {
-    int exp = 10;
-    for (; exp <= 60; exp += 10) {
-        if (bytes < (1ULL << exp)) {
-            break;
-        }
-    }
-    exp -= 10;
-    const char letter = "BKMGTPE"[exp != 0 ? exp / 10 : 0];
-    std::uint64_t dec = exp != 0 ? bytes / (1ULL << exp) : bytes;
-    std::uint64_t frac = exp != 0 ? bytes % (1ULL << exp) : 0;
-    const std::string suffix = letter == 'B' ? " B" : fmt::format(" {}iB", letter);
-    if (frac != 0) {
-        if (frac >= UINT64_MAX / 1000) {
-            frac = ((frac / 1024) * 1000) / (1ULL << (exp - 10));
-        } else {
-            frac = (frac * 1000) / (1ULL << exp);
-        }
-        frac = ((frac + 50) / 100) * 10;
-        if (frac == 100) {
-            dec++;
-            frac = 0;
-        }
-    }
-    if (frac == 0) {
-        return fmt::format("{}{}", dec, suffix);
-    }
-    std::string text = fmt::format("{}.{:02}", dec, frac);
-    if (text.back() == '0') {
-        text.pop_back();
-    }
-    return text + suffix;
-}
-
 enum class action { allocate, zero_range, write_zeroes };
 
 struct request {
@@ -413,6 +377,42 @@ int parse_and_run(int argc, char** argv) {
 }
 
 }  // namespace
+
+// size_to_human_string(SIZE_SUFFIX_3LETTER | SIZE_SUFFIX_SPACE) of util-linux 2.38
+// (lib/strutils.c), so that -v reads as fallocate's: "1 MiB", "1.5 KiB", "512 B".
+std::string human_size(std::uint64_t bytes) {
+    int exp = 10;
+    for (; exp <= 60; exp += 10) {
+        if (bytes < (1ULL << exp)) {
+            break;
+        }
+    }
+    exp -= 10;
+    const char letter = "BKMGTPE"[exp != 0 ? exp / 10 : 0];
+    std::uint64_t dec = exp != 0 ? bytes / (1ULL << exp) : bytes;
+    std::uint64_t frac = exp != 0 ? bytes % (1ULL << exp) : 0;
+    const std::string suffix = letter == 'B' ? " B" : fmt::format(" {}iB", letter);
+    if (frac != 0) {
+        if (frac >= UINT64_MAX / 1000) {
+            frac = ((frac / 1024) * 1000) / (1ULL << (exp - 10));
+        } else {
+            frac = (frac * 1000) / (1ULL << exp);
+        }
+        frac = ((frac + 50) / 100) * 10;
+        if (frac == 100) {
+            dec++;
+            frac = 0;
+        }
+    }
+    if (frac == 0) {
+        return fmt::format("{}{}", dec, suffix);
+    }
+    std::string text = fmt::format("{}.{:02}", dec, frac);
+    if (text.back() == '0') {
+        text.pop_back();
+    }
+    return text + suffix;
+}
 
 bool invoked_as_fallocate(const char* argv0) {
     if (argv0 == nullptr) {
