@@ -9,7 +9,8 @@
 # The VM fstests run beside everything after the build: the rig's QEMU (TCG, one thread)
 # keeps one core busy for most of the run, the host layers the other; their output is
 # printed when they end, after the host layers ("VM fstests").
-# Before the total, the counts per layer (unit, fuzz, host fstests, host fstests with psync,
+# Before the total, the counts per layer (unit, fuzz, host fstests, host fstests of group vm
+# (they run on the VM lane), host fstests with psync,
 # sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests), the VM tests
 # retried after a rig stall and the time of each phase ("time: ..."); the last line is the
 # total: "total: N passed, N failed, N skipped".
@@ -37,11 +38,16 @@ bash "$repo/tools/build.sh" || exit 1
 san_build_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" build >"$san_build_log" 2>&1 &
 san_build_pid=$!
-# The VM configurations (fstests/check --vm), from now on in the background; their log is
+# The VM configurations (fstests/check --vm), from now on in the background; then, on the
+# same lane, the host tests that boot the VM rig themselves (group vm: host/005, 006, 009,
+# 072), so that one QEMU runs at a time and the host lane keeps its core. Their logs are
 # printed, and counted, in the last phase.
-vm_log=$(mktemp)
+vm_log=$(mktemp) vmhost_log=$(mktemp)
 vm_start=$SECONDS
-"$repo/fstests/check" --vm "$@" >"$vm_log" 2>&1 &
+{
+	"$repo/fstests/check" --vm "$@" >"$vm_log" 2>&1
+	"$repo/fstests/check" --no-vm -g vm "$@" >"$vmhost_log" 2>&1
+} &
 vm_pid=$!
 
 phase "unit tests (ctest)"
@@ -98,9 +104,9 @@ layer_counts() { # log layer [retried]
 	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped$tail\)\$/\1/p" "$1" | tail -n 1
 }
 
-phase "host fstests (fstests/check --no-vm)"
+phase "host fstests (fstests/check --no-vm -x vm; group vm on the VM lane)"
 fst_log=$(mktemp)
-"$repo/fstests/check" --no-vm "$@" | tee "$fst_log"
+"$repo/fstests/check" --no-vm -x vm "$@" | tee "$fst_log"
 f_line=$(check_summary "$fst_log")
 h_line=$(layer_counts "$fst_log" "host fstests")
 rm -f "$fst_log"
@@ -172,6 +178,18 @@ cat "$vm_log"
 v_summary=$(check_summary "$vm_log")
 v_line=$(layer_counts "$vm_log" "VM fstests" retried)
 rm -f "$vm_log"
+echo "== host fstests of group vm (fstests/check --no-vm -g vm, after the VM configurations)"
+cat "$vmhost_log"
+hv_summary=$(check_summary "$vmhost_log")
+hv_line=$(layer_counts "$vmhost_log" "host fstests")
+rm -f "$vmhost_log"
+if [ -z "$hv_summary" ]; then
+	echo "test-all: fstests/check --no-vm -g vm printed no summary" >&2
+fi
+read -r hv_pass _ hv_fail _ hv_skip _ <<<"${hv_summary:-0 passed, 1 failed, 0 skipped, 0 retried}"
+f_pass=$((f_pass + hv_pass))
+f_fail=$((f_fail + hv_fail))
+f_skip=$((f_skip + hv_skip))
 if [ -z "$v_summary" ]; then
 	echo "test-all: fstests/check --vm printed no summary" >&2
 fi
@@ -188,6 +206,7 @@ echo
 echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
 echo "fuzz: ${z_line:-(no count)}"
 echo "host fstests: ${h_line:-(no count)}"
+echo "host fstests (group vm): ${hv_line:-(no count)}"
 echo "host fstests (psync): ${ph_line:-(no count)}"
 printf '%s\n' "${s_lines[@]}"
 echo "sanitizer reports in the psync fstests: $s_reports"
