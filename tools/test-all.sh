@@ -6,9 +6,9 @@
 # and Debian unstable kernels), the unit tests under ASan+UBSan and TSan
 # (tools/sanitize.sh), and the host fstests that go through an I/O engine once more with the
 # psync engine forced (WZERO_ENGINE=psync) and the ASan+UBSan CLI. Run as root.
-# The VM fstests run beside everything after the build: the rig's QEMU (TCG, one thread)
-# keeps one core busy for most of the run, the host layers the other; their output is
-# printed when they end, after the host layers ("VM fstests").
+# The VM fstests run beside everything after the build for the VM: the rig's QEMU (TCG, one
+# thread) keeps one core busy for most of the run, the host layers the other; their output
+# is printed when they end, after the host layers ("VM fstests").
 # Before the total, the counts per layer (unit, fuzz, host fstests, host fstests of group vm
 # (they run on the VM lane), host fstests with psync,
 # sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests), the VM tests
@@ -28,8 +28,42 @@ phase() {
 }
 phase "install (tools/install-deps.sh)"
 bash "$repo/tools/install-deps.sh" || exit 1
-phase "build"
-bash "$repo/tools/build.sh" || exit 1
+# What the VM rig copies into its guest (target wz_vm_payload: the CLI, the fstests tools,
+# libwzero, the plugins) first: the VM lane starts on it while the rest of build/ (the unit
+# tests, most of the build's time) compiles.
+phase "build for the VM (tools/build.sh wz_vm_payload)"
+bash "$repo/tools/build.sh" wz_vm_payload || exit 1
+# kill_tree PID: SIGTERM to PID's descendants, deepest first, then to PID (vm/run stops its QEMU
+# on SIGTERM).
+kill_tree() {
+	local c
+	for c in $(pgrep -P "$1"); do kill_tree "$c"; done
+	kill -TERM "$1" 2>/dev/null || true # wz: ignored-error (it may have ended meanwhile)
+}
+# The VM configurations (fstests/check --vm), from now on in the background; then, on the
+# same lane, the host tests that boot the VM rig themselves (group vm: host/005, 006, 009,
+# 072), so that one QEMU runs at a time and the host lane keeps its core; they use more of
+# build/ than the guest does (bench/'s tools), so they wait for the whole build. Their logs
+# are printed, and counted, in the last phase.
+vm_log=$(mktemp) vmhost_log=$(mktemp) build_done=$(mktemp -d)
+vm_start=$SECONDS
+{
+	"$repo/fstests/check" --vm "$@" >"$vm_log" 2>&1
+	while [ ! -e "$build_done/status" ]; do sleep 5; done
+	"$repo/fstests/check" --no-vm -g vm "$@" >"$vmhost_log" 2>&1
+} &
+vm_pid=$!
+phase "build (tools/build.sh: the rest of build/)"
+build_rc=0
+bash "$repo/tools/build.sh" || build_rc=$?
+echo "$build_rc" >"$build_done/status"
+if [ "$build_rc" -ne 0 ]; then
+	echo "test-all: the build failed; stopping the VM lane" >&2
+	kill_tree "$vm_pid"
+	wait "$vm_pid"
+	rm -rf "$vm_log" "$vmhost_log" "$build_done"
+	exit 1
+fi
 # The sanitizer builds (build-asan, build-tsan) go on in the background while the unit tests,
 # the fuzzers and the fstests run, at their normal priority: at nice 19 they got only what the
 # VM's TCG thread and the host tests left, and were not done when the host tests were, so the
@@ -38,17 +72,6 @@ bash "$repo/tools/build.sh" || exit 1
 san_build_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" build >"$san_build_log" 2>&1 &
 san_build_pid=$!
-# The VM configurations (fstests/check --vm), from now on in the background; then, on the
-# same lane, the host tests that boot the VM rig themselves (group vm: host/005, 006, 009,
-# 072), so that one QEMU runs at a time and the host lane keeps its core. Their logs are
-# printed, and counted, in the last phase.
-vm_log=$(mktemp) vmhost_log=$(mktemp)
-vm_start=$SECONDS
-{
-	"$repo/fstests/check" --vm "$@" >"$vm_log" 2>&1
-	"$repo/fstests/check" --no-vm -g vm "$@" >"$vmhost_log" 2>&1
-} &
-vm_pid=$!
 
 phase "unit tests (ctest)"
 ctest_log=$(mktemp)
@@ -171,7 +194,7 @@ f_pass=$((f_pass + p_pass))
 f_fail=$((f_fail + p_fail))
 f_skip=$((f_skip + p_skip))
 
-phase "VM fstests (fstests/check --vm, running since the build)"
+phase "VM fstests (fstests/check --vm, running since the build for the VM)"
 wait "$vm_pid"
 echo "(the VM fstests ran $((SECONDS - vm_start)) s beside the host layers)"
 cat "$vm_log"
@@ -182,7 +205,7 @@ echo "== host fstests of group vm (fstests/check --no-vm -g vm, after the VM con
 cat "$vmhost_log"
 hv_summary=$(check_summary "$vmhost_log")
 hv_line=$(layer_counts "$vmhost_log" "host fstests")
-rm -f "$vmhost_log"
+rm -rf "$vmhost_log" "$build_done"
 if [ -z "$hv_summary" ]; then
 	echo "test-all: fstests/check --no-vm -g vm printed no summary" >&2
 fi
