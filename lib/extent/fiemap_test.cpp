@@ -27,8 +27,8 @@ namespace {
 using wz::extent::extent;
 using wz::extent::kind;
 
-constexpr std::uint64_t ki = 1024;
-constexpr std::uint64_t mi = ki * ki;
+constexpr std::uint64_t kib = 1024;
+constexpr std::uint64_t mib = kib * kib;
 
 // ---------------------------------------------------------------------------
 // Pure logic
@@ -96,11 +96,11 @@ TEST(extent_to_lba, table) {
         {0, 0, 512, 0},
         {4096, 0, 512, 8},
         {4096, 0, 4096, 1},
-        {4096, 1 * mi, 512, (mi + 4096) / 512},
-        {4096, 1 * mi, 4096, 257},
+        {4096, 1 * mib, 512, (mib + 4096) / 512},
+        {4096, 1 * mib, 4096, 257},
         {512, 0, 4096, std::nullopt},          // not on an LBA boundary
-        {0, 1 * mi + 512, 4096, std::nullopt},  // partition start not 4K aligned
-        {512, 1 * mi + 3584, 4096, 257},        // misaligned parts that add up
+        {0, 1 * mib + 512, 4096, std::nullopt},  // partition start not 4K aligned
+        {512, 1 * mib + 3584, 4096, 257},        // misaligned parts that add up
         {4096, 0, 0, std::nullopt},             // no LBA size
         {~std::uint64_t{0}, 1, 512, std::nullopt},  // overflow
         {~std::uint64_t{0} - 511, 0, 512, (~std::uint64_t{0} - 511) / 512},
@@ -126,57 +126,57 @@ using wz::extent::detail::apply_fiemap_batch;
 using wz::extent::detail::batch_outcome;
 
 TEST(extent_apply_batch, extent_before_range_is_clipped_with_its_physical) {
-    const fiemap_extent answer[] = {fe(0, 64 * ki, 10 * mi, FIEMAP_EXTENT_LAST)};
-    std::uint64_t cursor = 4 * ki;
+    const fiemap_extent answer[] = {fe(0, 64 * kib, 10 * mib, FIEMAP_EXTENT_LAST)};
+    std::uint64_t cursor = 4 * kib;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 20 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 20 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].offset, 4 * ki);
-    EXPECT_EQ(out[0].length, 16 * ki);
-    EXPECT_EQ(out[0].physical, 10 * mi + 4 * ki);
-    EXPECT_EQ(cursor, 20 * ki);
+    EXPECT_EQ(out[0].offset, 4 * kib);
+    EXPECT_EQ(out[0].length, 16 * kib);
+    EXPECT_EQ(out[0].physical, 10 * mib + 4 * kib);
+    EXPECT_EQ(cursor, 20 * kib);
 }
 
 TEST(extent_apply_batch, straddling_extent_is_not_repeated) {
     // The previous batch ended at 8 KiB inside this extent; the kernel returns it whole again.
-    const fiemap_extent answer[] = {fe(0, 12 * ki, mi), fe(16 * ki, 4 * ki, 2 * mi)};
-    std::uint64_t cursor = 8 * ki;
+    const fiemap_extent answer[] = {fe(0, 12 * kib, mib), fe(16 * kib, 4 * kib, 2 * mib)};
+    std::uint64_t cursor = 8 * kib;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 64 * ki, out), batch_outcome::more);
+    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 64 * kib, out), batch_outcome::more);
     ASSERT_EQ(out.size(), 3u);
-    EXPECT_EQ(out[0].offset, 8 * ki);
-    EXPECT_EQ(out[0].length, 4 * ki);
-    EXPECT_EQ(out[0].physical, mi + 8 * ki);
+    EXPECT_EQ(out[0].offset, 8 * kib);
+    EXPECT_EQ(out[0].length, 4 * kib);
+    EXPECT_EQ(out[0].physical, mib + 8 * kib);
     EXPECT_EQ(out[1].type, kind::hole);
-    EXPECT_EQ(out[1].offset, 12 * ki);
-    EXPECT_EQ(out[2].offset, 16 * ki);
-    EXPECT_EQ(cursor, 20 * ki);  // a full answer: the next request starts where its last extent ended
+    EXPECT_EQ(out[1].offset, 12 * kib);
+    EXPECT_EQ(out[2].offset, 16 * kib);
+    EXPECT_EQ(cursor, 20 * kib);  // a full answer: the next request starts where its last extent ended
 }
 
 TEST(extent_apply_batch, extents_already_covered_are_skipped) {
-    const fiemap_extent answer[] = {fe(0, 4 * ki, mi), fe(4 * ki, 4 * ki, 2 * mi), fe(8 * ki, 4 * ki, 3 * mi)};
-    std::uint64_t cursor = 8 * ki;
+    const fiemap_extent answer[] = {fe(0, 4 * kib, mib), fe(4 * kib, 4 * kib, 2 * mib), fe(8 * kib, 4 * kib, 3 * mib)};
+    std::uint64_t cursor = 8 * kib;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 12 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 12 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].offset, 8 * ki);
-    EXPECT_EQ(out[0].physical, 3 * mi);
+    EXPECT_EQ(out[0].offset, 8 * kib);
+    EXPECT_EQ(out[0].physical, 3 * mib);
 }
 
 TEST(extent_apply_batch, no_extents_is_one_hole) {
-    std::uint64_t cursor = 4 * ki;
+    std::uint64_t cursor = 4 * kib;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch({}, false, cursor, 8 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch({}, false, cursor, 8 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].type, kind::hole);
-    EXPECT_EQ(out[0].offset, 4 * ki);
-    EXPECT_EQ(out[0].length, 4 * ki);
+    EXPECT_EQ(out[0].offset, 4 * kib);
+    EXPECT_EQ(out[0].length, 4 * kib);
 }
 
 // fuzz/fuzz_fiemap: an empty request [cursor, cursor) with an extent over the cursor gave
 // one extent of length 0. An empty range is covered by nothing.
 TEST(extent_apply_batch, empty_request_yields_no_extent) {
-    const fiemap_extent answer[] = {fe(0, 64 * ki, mi)};
+    const fiemap_extent answer[] = {fe(0, 64 * kib, mib)};
     std::uint64_t cursor = 16;
     std::vector<extent> out;
     EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 16, out), batch_outcome::done);
@@ -185,50 +185,50 @@ TEST(extent_apply_batch, empty_request_yields_no_extent) {
 }
 
 TEST(extent_apply_batch, last_flag_ends_the_walk_even_in_a_full_answer) {
-    const fiemap_extent answer[] = {fe(0, 4 * ki, mi, FIEMAP_EXTENT_LAST)};
+    const fiemap_extent answer[] = {fe(0, 4 * kib, mib, FIEMAP_EXTENT_LAST)};
     std::uint64_t cursor = 0;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, mi, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, mib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[1].type, kind::hole);
-    EXPECT_EQ(out[1].offset + out[1].length, mi);
+    EXPECT_EQ(out[1].offset + out[1].length, mib);
 }
 
 TEST(extent_apply_batch, extent_past_the_range_ends_it) {
-    const fiemap_extent answer[] = {fe(0, 4 * ki, mi), fe(64 * ki, 4 * ki, 2 * mi)};
+    const fiemap_extent answer[] = {fe(0, 4 * kib, mib), fe(64 * kib, 4 * kib, 2 * mib)};
     std::uint64_t cursor = 0;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 32 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 32 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[1].type, kind::hole);
-    EXPECT_EQ(out[1].offset + out[1].length, 32 * ki);
+    EXPECT_EQ(out[1].offset + out[1].length, 32 * kib);
 }
 
 TEST(extent_apply_batch, extent_crossing_the_end_is_clipped) {
-    const fiemap_extent answer[] = {fe(0, 64 * ki, mi)};
+    const fiemap_extent answer[] = {fe(0, 64 * kib, mib)};
     std::uint64_t cursor = 0;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 10 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 10 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].length, 10 * ki);
+    EXPECT_EQ(out[0].length, 10 * kib);
 }
 
 TEST(extent_apply_batch, full_answer_without_progress_is_stalled) {
-    const fiemap_extent answer[] = {fe(0, 4 * ki, mi)};
-    std::uint64_t cursor = 8 * ki;
+    const fiemap_extent answer[] = {fe(0, 4 * kib, mib)};
+    std::uint64_t cursor = 8 * kib;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 64 * ki, out), batch_outcome::stalled);
+    EXPECT_EQ(apply_fiemap_batch(answer, true, cursor, 64 * kib, out), batch_outcome::stalled);
     EXPECT_TRUE(out.empty());
 }
 
 TEST(extent_apply_batch, empty_extents_are_ignored) {
-    const fiemap_extent answer[] = {fe(4 * ki, 0, mi), fe(8 * ki, 4 * ki, 2 * mi)};
+    const fiemap_extent answer[] = {fe(4 * kib, 0, mib), fe(8 * kib, 4 * kib, 2 * mib)};
     std::uint64_t cursor = 0;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 12 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 12 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].type, kind::hole);
-    EXPECT_EQ(out[0].length, 8 * ki);
+    EXPECT_EQ(out[0].length, 8 * kib);
 }
 
 // fuzz/fuzz_fiemap: a device range that runs past 2^64 wrapped around to low device
@@ -236,27 +236,27 @@ TEST(extent_apply_batch, empty_extents_are_ignored) {
 // extent has no usable device address; one whose end is still a 64-bit address keeps it.
 TEST(extent_apply_batch, no_device_address_that_wraps_past_u64) {
     const std::uint64_t top = ~std::uint64_t{0};
-    const fiemap_extent answer[] = {fe(0, mi, top - 4 * ki + 1), fe(mi, mi, top - mi, FIEMAP_EXTENT_LAST)};
-    std::uint64_t cursor = 4 * ki;
+    const fiemap_extent answer[] = {fe(0, mib, top - 4 * kib + 1), fe(mib, mib, top - mib, FIEMAP_EXTENT_LAST)};
+    std::uint64_t cursor = 4 * kib;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 2 * mi, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 2 * mib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].type, kind::written);
     EXPECT_FALSE(out[0].physical);
-    EXPECT_EQ(out[1].physical, top - mi);
+    EXPECT_EQ(out[1].physical, top - mib);
 }
 
 TEST(extent_apply_batch, no_device_address_where_it_is_not_linear) {
     const fiemap_extent answer[] = {
-        fe(0, 4 * ki, 0, FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNKNOWN),
-        fe(4 * ki, 4 * ki, mi, FIEMAP_EXTENT_ENCODED),
-        fe(8 * ki, 60, 2 * mi + 100, FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED),
-        fe(12 * ki, 4 * ki, 3 * mi, FIEMAP_EXTENT_SHARED),
-        fe(16 * ki, 4 * ki, 4 * mi, FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_LAST),
+        fe(0, 4 * kib, 0, FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNKNOWN),
+        fe(4 * kib, 4 * kib, mib, FIEMAP_EXTENT_ENCODED),
+        fe(8 * kib, 60, 2 * mib + 100, FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED),
+        fe(12 * kib, 4 * kib, 3 * mib, FIEMAP_EXTENT_SHARED),
+        fe(16 * kib, 4 * kib, 4 * mib, FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_LAST),
     };
     std::uint64_t cursor = 0;
     std::vector<extent> out;
-    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 20 * ki, out), batch_outcome::done);
+    EXPECT_EQ(apply_fiemap_batch(answer, false, cursor, 20 * kib, out), batch_outcome::done);
     ASSERT_EQ(out.size(), 6u);  // a hole after the 60-byte inline extent
     EXPECT_EQ(out[0].type, kind::delalloc);
     EXPECT_FALSE(out[0].physical);
@@ -266,9 +266,9 @@ TEST(extent_apply_batch, no_device_address_where_it_is_not_linear) {
     EXPECT_FALSE(out[2].physical);
     EXPECT_EQ(out[3].type, kind::hole);
     EXPECT_EQ(out[4].type, kind::shared);
-    EXPECT_EQ(out[4].physical, 3 * mi);
+    EXPECT_EQ(out[4].physical, 3 * mib);
     EXPECT_EQ(out[5].type, kind::unwritten);
-    EXPECT_EQ(out[5].physical, 4 * mi);
+    EXPECT_EQ(out[5].physical, 4 * mib);
 }
 
 // ---------------------------------------------------------------------------
@@ -420,9 +420,9 @@ TEST_F(fiemap_file, empty_range_yields_nothing) {
 }
 
 TEST_F(fiemap_file, fallocated_range_is_unwritten) {
-    ASSERT_EQ(::fallocate(file_.fd(), 0, 0, static_cast<off_t>(mi)), 0) << "fallocate: errno " << errno;
-    const auto extents = map(file_, 0, mi);
-    expect_exact_cover(extents, 0, mi);
+    ASSERT_EQ(::fallocate(file_.fd(), 0, 0, static_cast<off_t>(mib)), 0) << "fallocate: errno " << errno;
+    const auto extents = map(file_, 0, mib);
+    expect_exact_cover(extents, 0, mib);
     for (const auto& e : extents) {
         EXPECT_EQ(e.type, kind::unwritten) << e.offset;
         EXPECT_TRUE(e.physical.has_value());
@@ -430,52 +430,52 @@ TEST_F(fiemap_file, fallocated_range_is_unwritten) {
 }
 
 TEST_F(fiemap_file, synced_data_is_written) {
-    file_.write_at(0, 64 * ki);
+    file_.write_at(0, 64 * kib);
     file_.sync();
-    const auto extents = map(file_, 0, 64 * ki);
-    expect_exact_cover(extents, 0, 64 * ki);
+    const auto extents = map(file_, 0, 64 * kib);
+    expect_exact_cover(extents, 0, 64 * kib);
     for (const auto& e : extents) {
         EXPECT_EQ(e.type, kind::written) << e.offset;
     }
 }
 
 TEST_F(fiemap_file, sync_flag_resolves_delayed_allocation) {
-    file_.write_at(0, 16 * ki);
+    file_.write_at(0, 16 * kib);
     // Without SYNC ext4 reports delalloc until writeback: both answers are right then.
-    for (const auto& e : map(file_, 0, 16 * ki)) {
+    for (const auto& e : map(file_, 0, 16 * kib)) {
         EXPECT_TRUE(e.type == kind::delalloc || e.type == kind::written) << to_string(e.type);
         EXPECT_EQ(e.type == kind::delalloc, !e.physical.has_value());
     }
-    const auto synced = map(file_, 0, 16 * ki, true);
-    expect_exact_cover(synced, 0, 16 * ki);
+    const auto synced = map(file_, 0, 16 * kib, true);
+    expect_exact_cover(synced, 0, 16 * kib);
     for (const auto& e : synced) {
         EXPECT_EQ(e.type, kind::written);
     }
 }
 
 TEST_F(fiemap_file, sparse_file_has_hole_between_data) {
-    file_.write_at(0, 4 * ki);
-    file_.write_at(8 * mi, 4 * ki);
+    file_.write_at(0, 4 * kib);
+    file_.write_at(8 * mib, 4 * kib);
     file_.sync();
-    const auto extents = map(file_, 0, 8 * mi + 4 * ki);
+    const auto extents = map(file_, 0, 8 * mib + 4 * kib);
     ASSERT_EQ(extents.size(), 3u);
     EXPECT_EQ(extents[0].type, kind::written);
     EXPECT_EQ(extents[0].offset, 0u);
-    EXPECT_EQ(extents[0].length, 4 * ki);
+    EXPECT_EQ(extents[0].length, 4 * kib);
     EXPECT_EQ(extents[1].type, kind::hole);
-    EXPECT_EQ(extents[1].offset, 4 * ki);
-    EXPECT_EQ(extents[1].length, 8 * mi - 4 * ki);
+    EXPECT_EQ(extents[1].offset, 4 * kib);
+    EXPECT_EQ(extents[1].length, 8 * mib - 4 * kib);
     EXPECT_FALSE(extents[1].physical.has_value());
     EXPECT_EQ(extents[2].type, kind::written);
-    EXPECT_EQ(extents[2].offset, 8 * mi);
-    EXPECT_EQ(extents[2].length, 4 * ki);
+    EXPECT_EQ(extents[2].offset, 8 * mib);
+    EXPECT_EQ(extents[2].length, 4 * kib);
 }
 
 TEST_F(fiemap_file, range_inside_extents_is_clipped) {
-    file_.write_at(0, 4 * ki);
-    file_.write_at(8 * mi, 4 * ki);
+    file_.write_at(0, 4 * kib);
+    file_.write_at(8 * mib, 4 * kib);
     file_.sync();
-    const auto whole = map(file_, 0, 8 * mi + 4 * ki);
+    const auto whole = map(file_, 0, 8 * mib + 4 * kib);
     ASSERT_EQ(whole.size(), 3u);
 
     const auto inner = map(file_, 100, 900);  // starts and ends inside the first extent
@@ -485,42 +485,42 @@ TEST_F(fiemap_file, range_inside_extents_is_clipped) {
     EXPECT_EQ(inner[0].type, kind::written);
     EXPECT_EQ(inner[0].physical, *whole[0].physical + 100);
 
-    const auto across = map(file_, 2 * ki, 8 * mi - ki);  // mid first extent to mid last
-    expect_same(across, clip(whole, 2 * ki, 8 * mi - ki));
+    const auto across = map(file_, 2 * kib, 8 * mib - kib);  // mid first extent to mid last
+    expect_same(across, clip(whole, 2 * kib, 8 * mib - kib));
     ASSERT_EQ(across.size(), 3u);
-    EXPECT_EQ(across[2].offset, 8 * mi);
-    EXPECT_EQ(across[2].length, ki);
+    EXPECT_EQ(across[2].offset, 8 * mib);
+    EXPECT_EQ(across[2].length, kib);
 }
 
 TEST_F(fiemap_file, range_past_eof_ends_in_hole) {
-    file_.write_at(0, 4 * ki);
+    file_.write_at(0, 4 * kib);
     file_.sync();
-    const auto extents = map(file_, 0, mi);
+    const auto extents = map(file_, 0, mib);
     ASSERT_EQ(extents.size(), 2u);
     EXPECT_EQ(extents[0].type, kind::written);
     EXPECT_EQ(extents[1].type, kind::hole);
-    EXPECT_EQ(extents[1].offset, 4 * ki);
-    EXPECT_EQ(extents[1].length, mi - 4 * ki);
+    EXPECT_EQ(extents[1].offset, 4 * kib);
+    EXPECT_EQ(extents[1].length, mib - 4 * kib);
 
-    const auto beyond = map(file_, 2 * mi, mi);  // no extent at all: one hole
+    const auto beyond = map(file_, 2 * mib, mib);  // no extent at all: one hole
     ASSERT_EQ(beyond.size(), 1u);
     EXPECT_EQ(beyond[0].type, kind::hole);
-    EXPECT_EQ(beyond[0].offset, 2 * mi);
-    EXPECT_EQ(beyond[0].length, mi);
+    EXPECT_EQ(beyond[0].offset, 2 * mib);
+    EXPECT_EQ(beyond[0].length, mib);
 }
 
 TEST_F(fiemap_file, empty_file_is_one_hole) {
-    const auto extents = map(file_, 0, 64 * ki);
+    const auto extents = map(file_, 0, 64 * kib);
     ASSERT_EQ(extents.size(), 1u);
     EXPECT_EQ(extents[0].type, kind::hole);
-    EXPECT_EQ(extents[0].length, 64 * ki);
+    EXPECT_EQ(extents[0].length, 64 * kib);
 }
 
 // 2000 written 4 KiB blocks separated by 4 KiB holes: far more extents than one batch.
 class fiemap_many_extents : public fiemap_file {
 protected:
     static constexpr std::uint64_t blocks = 2000;
-    static constexpr std::uint64_t stride = 8 * ki;
+    static constexpr std::uint64_t stride = 8 * kib;
     static constexpr std::uint64_t file_bytes = blocks * stride;
 
     void SetUp() override {
@@ -529,7 +529,7 @@ protected:
             return;
         }
         for (std::uint64_t i = 0; i < blocks; ++i) {
-            file_.write_at(i * stride, 4 * ki);
+            file_.write_at(i * stride, 4 * kib);
         }
         file_.sync();
         whole_ = walk(file_, 0, file_bytes, 512);
@@ -552,7 +552,7 @@ TEST_F(fiemap_many_extents, small_batches_match_large_batches) {
 
 TEST_F(fiemap_many_extents, random_windows_are_exact_covers) {
     std::mt19937_64 rng(20240607);  // fixed seed: a failure must reproduce
-    std::uniform_int_distribution<std::uint64_t> pos(0, file_bytes + 64 * ki);  // some past EOF
+    std::uniform_int_distribution<std::uint64_t> pos(0, file_bytes + 64 * kib);  // some past EOF
     std::uniform_int_distribution<std::uint32_t> batch(1, 40);
     for (int round = 0; round < 200; ++round) {
         std::uint64_t a = pos(rng);
@@ -561,7 +561,7 @@ TEST_F(fiemap_many_extents, random_windows_are_exact_covers) {
             std::swap(a, b);
         }
         if (round % 4 == 0) {
-            a -= a % (4 * ki);  // some windows start exactly on an extent edge
+            a -= a % (4 * kib);  // some windows start exactly on an extent edge
         }
         const std::uint32_t n = batch(rng);
         SCOPED_TRACE(testing::Message() << "window " << a << "+" << (b - a) << " batch " << n);

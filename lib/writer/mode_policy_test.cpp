@@ -16,11 +16,11 @@ using wz::durability_mode;
 using wz::writer_detail::choose_mode;
 using wz::writer_detail::mode_facts;
 
-enum class kind { file, block };
+enum class target_kind { file, block };
 enum class nvme { none, no_char_device, char_device };
 
 struct target {
-    kind k = kind::file;
+    target_kind k = target_kind::file;
     std::optional<cache_mode> effective;
     std::optional<bool> flush_needed;
     std::optional<bool> fua;
@@ -30,7 +30,7 @@ struct target {
 
 wz::capabilities record_of(const target& t) {
     wz::capabilities c;
-    c.file_type = t.k == kind::file ? "regular" : "block";
+    c.file_type = t.k == target_kind::file ? "regular" : "block";
     c.cache.effective = t.effective;
     c.cache.effective_reason = "queue/write_cache";
     c.cache.flush_needed = t.flush_needed;
@@ -68,73 +68,73 @@ struct row {
 };
 
 // clang-format off
-const row rows[] = {
+const row mode_rows[] = {
     // automatic: through needs write-through, no flush needed, every byte written.
-    {"wt file, written", {kind::file, wt, false, false, false}, {true, false}, automatic, false,
+    {"wt file, written", {target_kind::file, wt, false, false, false}, {true, false}, automatic, false,
      through, 0, false, false, false, false},
-    {"wt file, holes", {kind::file, wt, false, false, false}, {false, false}, automatic, false,
+    {"wt file, holes", {target_kind::file, wt, false, false, false}, {false, false}, automatic, false,
      flush, 0, false, false, true, false},
-    {"wt file over copy on write (flush needed)", {kind::file, wt, true, false, false}, {true, false}, automatic, false,
+    {"wt file over copy on write (flush needed)", {target_kind::file, wt, true, false, false}, {true, false}, automatic, false,
      flush, 0, false, false, true, false},
-    {"wt, flush_needed unknown", {kind::file, wt, std::nullopt, false, false}, {true, false}, automatic, false,
+    {"wt, flush_needed unknown", {target_kind::file, wt, std::nullopt, false, false}, {true, false}, automatic, false,
      flush, 0, false, false, true, false},
-    {"unknown cache", {kind::file, std::nullopt, true, std::nullopt, std::nullopt}, {true, false}, automatic, false,
+    {"unknown cache", {target_kind::file, std::nullopt, true, std::nullopt, std::nullopt}, {true, false}, automatic, false,
      flush, 0, false, false, true, false},
     // automatic, write-back: fua where a FUA path exists, else flush.
-    {"wb file, dsync overwrite is FUA", {kind::file, wb, true, true, true}, {true, false}, automatic, false,
+    {"wb file, dsync overwrite is FUA", {target_kind::file, wb, true, true, true}, {true, false}, automatic, false,
      fua, 0, false, false, false, true},
-    {"wb file with holes: no FUA path", {kind::file, wb, true, true, true}, {false, false}, automatic, false,
+    {"wb file with holes: no FUA path", {target_kind::file, wb, true, true, true}, {false, false}, automatic, false,
      flush, 0, false, false, true, false},
-    {"wb file, overwrite not FUA", {kind::file, wb, true, true, false}, {true, false}, automatic, false,
+    {"wb file, overwrite not FUA", {target_kind::file, wb, true, true, false}, {true, false}, automatic, false,
      flush, 0, false, false, true, false},
-    {"wb raw namespace, FUA, passthrough", {kind::block, wb, true, true, std::nullopt, nvme::char_device},
+    {"wb raw namespace, FUA, passthrough", {target_kind::block, wb, true, true, std::nullopt, nvme::char_device},
      {true, true}, automatic, false, fua, 0, true, true, false, false},
-    {"wb raw namespace, no FUA", {kind::block, wb, true, false, std::nullopt, nvme::char_device},
+    {"wb raw namespace, no FUA", {target_kind::block, wb, true, false, std::nullopt, nvme::char_device},
      {true, true}, automatic, false, flush, 0, false, true, false, false},
-    {"wb raw namespace, no privilege", {kind::block, wb, true, true, std::nullopt, nvme::char_device},
+    {"wb raw namespace, no privilege", {target_kind::block, wb, true, true, std::nullopt, nvme::char_device},
      {true, false}, automatic, false, flush, 0, false, false, false, false},
-    {"wb raw namespace, no char device (< 5.13)", {kind::block, wb, true, true, std::nullopt, nvme::no_char_device},
+    {"wb raw namespace, no char device (< 5.13)", {target_kind::block, wb, true, true, std::nullopt, nvme::no_char_device},
      {true, true}, automatic, false, flush, 0, false, false, false, false},
-    {"wb block device, not NVMe", {kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, automatic,
+    {"wb block device, not NVMe", {target_kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, automatic,
      false, flush, 0, false, false, false, false},
-    {"wt raw namespace", {kind::block, wt, false, true, std::nullopt, nvme::char_device}, {true, true}, automatic,
+    {"wt raw namespace", {target_kind::block, wt, false, true, std::nullopt, nvme::char_device}, {true, true}, automatic,
      false, through, 0, true, true, false, false},
     // Forced through.
-    {"through, wt, written", {kind::file, wt, false, false, false}, {true, false}, through, false,
+    {"through, wt, written", {target_kind::file, wt, false, false, false}, {true, false}, through, false,
      through, 0, false, false, false, false},
-    {"through over holes", {kind::file, wt, false, false, false}, {false, false}, through, true,
+    {"through over holes", {target_kind::file, wt, false, false, false}, {false, false}, through, true,
      through, EINVAL, false, false, false, false},
-    {"through, wb", {kind::file, wb, true, true, true}, {true, false}, through, false,
+    {"through, wb", {target_kind::file, wb, true, true, true}, {true, false}, through, false,
      through, EINVAL, false, false, false, false},
-    {"through, wb, allow_unsafe_through", {kind::file, wb, true, true, true}, {true, false}, through, true,
+    {"through, wb, allow_unsafe_through", {target_kind::file, wb, true, true, true}, {true, false}, through, true,
      through, 0, false, false, false, true},
-    {"through, unknown cache", {kind::file, std::nullopt, true, std::nullopt, std::nullopt}, {true, false}, through,
+    {"through, unknown cache", {target_kind::file, std::nullopt, true, std::nullopt, std::nullopt}, {true, false}, through,
      false, through, EINVAL, false, false, false, false},
     // Forced fua.
-    {"fua, written file", {kind::file, wb, true, true, false}, {true, false}, fua, false,
+    {"fua, written file", {target_kind::file, wb, true, true, false}, {true, false}, fua, false,
      fua, 0, false, false, false, false},
-    {"fua, file with holes", {kind::file, wb, true, true, true}, {false, false}, fua, false,
+    {"fua, file with holes", {target_kind::file, wb, true, true, true}, {false, false}, fua, false,
      fua, ENOTSUP, false, false, false, false},
-    {"fua, raw namespace", {kind::block, wb, true, true, std::nullopt, nvme::char_device}, {true, true}, fua, false,
+    {"fua, raw namespace", {target_kind::block, wb, true, true, std::nullopt, nvme::char_device}, {true, true}, fua, false,
      fua, 0, true, true, false, false},
-    {"fua, raw namespace without FUA", {kind::block, wb, true, false, std::nullopt, nvme::char_device}, {true, true},
+    {"fua, raw namespace without FUA", {target_kind::block, wb, true, false, std::nullopt, nvme::char_device}, {true, true},
      fua, false, fua, ENOTSUP, false, false, false, false},
-    {"fua, block device not NVMe", {kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, fua,
+    {"fua, block device not NVMe", {target_kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, fua,
      false, fua, ENOTSUP, false, false, false, false},
     // Forced flush and dsync: always possible.
-    {"flush, file", {kind::file, wt, false, false, false}, {true, false}, flush, false,
+    {"flush, file", {target_kind::file, wt, false, false, false}, {true, false}, flush, false,
      flush, 0, false, false, true, false},
-    {"flush, raw namespace", {kind::block, wb, true, true, std::nullopt, nvme::char_device}, {true, true}, flush,
+    {"flush, raw namespace", {target_kind::block, wb, true, true, std::nullopt, nvme::char_device}, {true, true}, flush,
      false, flush, 0, true, true, false, false},
-    {"dsync, file", {kind::file, wb, true, true, true}, {true, false}, dsync, false,
+    {"dsync, file", {target_kind::file, wb, true, true, true}, {true, false}, dsync, false,
      dsync, 0, false, false, false, true},
-    {"dsync, block", {kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, dsync, false,
+    {"dsync, block", {target_kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, dsync, false,
      dsync, 0, false, false, false, false},
 };
 // clang-format on
 
 TEST(ModePolicy, FromTheRecordTheFactsAndTheOptions) {
-    for (const auto& r : rows) {
+    for (const auto& r : mode_rows) {
         wz::writer_options o;
         o.mode = r.asked;
         o.allow_unsafe_through = r.allow_unsafe;
@@ -161,19 +161,19 @@ TEST(ModePolicy, FromTheRecordTheFactsAndTheOptions) {
 // The reason says what the choice rests on.
 TEST(ModePolicy, TheReasonNamesWhatTheChoiceRestsOn) {
     wz::writer_options o;
-    const auto raw = choose_mode(record_of({kind::block, wb, true, true, std::nullopt, nvme::char_device}),
+    const auto raw = choose_mode(record_of({target_kind::block, wb, true, true, std::nullopt, nvme::char_device}),
                                  {true, true}, o, "/dev/nvme0n1", 0, 4096);
     ASSERT_TRUE(raw);
     EXPECT_NE(raw->reason.find("/dev/ng0n1"), std::string::npos) << raw->reason;
-    const auto wt_file = choose_mode(record_of({kind::file, wt, false, false, false}), {true, false}, o, "/f", 0, 4096);
+    const auto wt_file = choose_mode(record_of({target_kind::file, wt, false, false, false}), {true, false}, o, "/f", 0, 4096);
     ASSERT_TRUE(wt_file);
     EXPECT_NE(wt_file->reason.find("queue/write_cache"), std::string::npos) << wt_file->reason;
-    const auto cow = choose_mode(record_of({kind::file, wt, true, false, false}), {true, false}, o, "/f", 0, 4096);
+    const auto cow = choose_mode(record_of({target_kind::file, wt, true, false, false}), {true, false}, o, "/f", 0, 4096);
     ASSERT_TRUE(cow);
     EXPECT_NE(cow->reason.find("copy on write"), std::string::npos) << cow->reason;
     // Forced through over holes: the range is in the message.
     o.mode = through;
-    const auto holes = choose_mode(record_of({kind::file, wt, false, false, false}), {false, false}, o, "/f", 4096,
+    const auto holes = choose_mode(record_of({target_kind::file, wt, false, false, false}), {false, false}, o, "/f", 4096,
                                    8192);
     ASSERT_FALSE(holes);
     EXPECT_NE(holes.error().message.find("[offset 4096, length 8192]"), std::string::npos) << holes.error().message;

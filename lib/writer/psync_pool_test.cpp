@@ -28,7 +28,7 @@ namespace {
 using wz::writer_detail::psync_pool;
 
 // A gate the test opens; waiters are counted.
-struct gate {
+struct job_gate {
     std::mutex m;
     std::condition_variable cv;
     bool open = false;
@@ -82,7 +82,7 @@ std::size_t task_count() {
 }
 
 TEST(PsyncPool, NothingIsHandedBackBeforeItsFlushReturned) {
-    gate flush_gate;
+    job_gate flush_gate;
     std::atomic<unsigned> flushes{0};
     psync_pool pool(
         4, [](const psync_pool::job&) { return wz::status{}; },
@@ -119,7 +119,7 @@ TEST(PsyncPool, NothingIsHandedBackBeforeItsFlushReturned) {
 // A job that goes alone (RWF_DSYNC) is durable when its write returns: handed back without a
 // flush, while the others still wait for theirs.
 TEST(PsyncPool, AJobThatGoesAloneIsHandedBackWithoutAFlush) {
-    gate flush_gate;
+    job_gate flush_gate;
     std::atomic<unsigned> flushes{0};
     std::atomic<unsigned> alone_writes{0};
     psync_pool pool(
@@ -170,7 +170,7 @@ TEST(PsyncPool, AFailedFlushFailsTheWritesItCoveredAndNoOthers) {
     // Write 0 completes alone: its flush (the first) starts and is held. Writes 1 and 2
     // complete while it runs, so it does not cover them: it fails, and so does write 0 only;
     // the next flush (which succeeds) covers 1 and 2.
-    gate first_flush;
+    job_gate first_flush;
     std::atomic<unsigned> flushes{0};
     std::atomic<unsigned> written{0};
     psync_pool pool(
@@ -303,7 +303,7 @@ TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
     for (const unsigned threads : {1U, 3U, 1000U}) {
         SCOPED_TRACE(::testing::Message() << threads << " threads asked");
         const unsigned expect = std::min(threads, wz::io::max_worker_threads);
-        gate writes;
+        job_gate writes;
         std::atomic<unsigned> running{0}, most{0};
         std::atomic<unsigned> signals_blocked{0};
         {
@@ -344,7 +344,7 @@ TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
 
 TEST(PsyncPool, DestroyedWithWritesQueuedWaitsForTheRunningOnesOnly) {
     const std::size_t tasks_before = task_count();
-    gate writes;
+    job_gate writes;
     std::atomic<unsigned> started{0}, finished_writes{0};
     std::thread opener;
     {
