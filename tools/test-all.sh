@@ -126,17 +126,25 @@ layer_counts() { # log layer [retried]
 	[ "${3:-}" = retried ] && tail=', [0-9]* retried'
 	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped$tail\)\$/\1/p" "$1" | tail -n 1
 }
+# add_counts WHAT LINE: adds check's closing LINE to the fstests' counts (f_pass, f_fail,
+# f_skip, f_retry); no LINE is a failure: WHAT printed no summary.
+f_pass=0 f_fail=0 f_skip=0 f_retry=0
+add_counts() { # what line
+	local line=$2 p f s r
+	if [ -z "$line" ]; then
+		echo "test-all: $1 printed no summary" >&2
+		line="0 passed, 1 failed, 0 skipped"
+	fi
+	read -r p _ f _ s _ r _ <<<"$line"
+	f_pass=$((f_pass + p)) f_fail=$((f_fail + f)) f_skip=$((f_skip + s)) f_retry=$((f_retry + ${r:-0}))
+}
 
 phase "host fstests (fstests/check --no-vm -x vm; group vm on the VM lane)"
 fst_log=$(mktemp)
 "$repo/fstests/check" --no-vm -x vm "$@" | tee "$fst_log"
-f_line=$(check_summary "$fst_log")
+add_counts "fstests/check --no-vm" "$(check_summary "$fst_log")"
 h_line=$(layer_counts "$fst_log" "host fstests")
 rm -f "$fst_log"
-if [ -z "$f_line" ]; then
-	echo "test-all: fstests/check --no-vm printed no summary" >&2
-fi
-read -r f_pass _ f_fail _ f_skip _ <<<"${f_line:-0 passed, 1 failed, 0 skipped, 0 retried}"
 
 # The sanitizer builds (tools/sanitize.sh): the unit tests under ASan+UBSan, the writer's
 # and the I/O engines' threaded tests under TSan; one count line each.
@@ -177,7 +185,7 @@ psync_groups=(-g alloc -g writer -g db -g fallocate -g inplace -g rate -g signal
 phase "fstests on the host with the psync engine (WZERO_ENGINE=psync), ASan+UBSan CLI"
 fst_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" fstests "${psync_groups[@]}" "$@" | tee "$fst_log"
-p_line=$(check_summary "$fst_log")
+add_counts "fstests/check --engine psync" "$(check_summary "$fst_log")"
 ph_line=$(layer_counts "$fst_log" "host fstests (psync)")
 s_reports=$(sed -n 's/^sanitizers (fstests): \([0-9]*\) reports$/\1/p' "$fst_log" | tail -n 1)
 rm -f "$fst_log"
@@ -186,41 +194,19 @@ if [ -z "$s_reports" ]; then
 	s_reports=1
 fi
 s_fail=$((s_fail + s_reports))
-if [ -z "$p_line" ]; then
-	echo "test-all: fstests/check --engine psync printed no summary" >&2
-fi
-read -r p_pass _ p_fail _ p_skip _ <<<"${p_line:-0 passed, 1 failed, 0 skipped}"
-f_pass=$((f_pass + p_pass))
-f_fail=$((f_fail + p_fail))
-f_skip=$((f_skip + p_skip))
 
 phase "VM fstests (fstests/check --vm, running since the build for the VM)"
 wait "$vm_pid"
 echo "(the VM fstests ran $((SECONDS - vm_start)) s beside the host layers)"
 cat "$vm_log"
-v_summary=$(check_summary "$vm_log")
+add_counts "fstests/check --vm" "$(check_summary "$vm_log")"
 v_line=$(layer_counts "$vm_log" "VM fstests" retried)
 rm -f "$vm_log"
 echo "== host fstests of group vm (fstests/check --no-vm -g vm, after the VM configurations)"
 cat "$vmhost_log"
-hv_summary=$(check_summary "$vmhost_log")
+add_counts "fstests/check --no-vm -g vm" "$(check_summary "$vmhost_log")"
 hv_line=$(layer_counts "$vmhost_log" "host fstests")
 rm -rf "$vmhost_log" "$build_done"
-if [ -z "$hv_summary" ]; then
-	echo "test-all: fstests/check --no-vm -g vm printed no summary" >&2
-fi
-read -r hv_pass _ hv_fail _ hv_skip _ <<<"${hv_summary:-0 passed, 1 failed, 0 skipped, 0 retried}"
-f_pass=$((f_pass + hv_pass))
-f_fail=$((f_fail + hv_fail))
-f_skip=$((f_skip + hv_skip))
-if [ -z "$v_summary" ]; then
-	echo "test-all: fstests/check --vm printed no summary" >&2
-fi
-read -r v_pass _ v_fail _ v_skip _ f_retry _ <<<"${v_summary:-0 passed, 1 failed, 0 skipped, 0 retried}"
-f_retry=${f_retry:-0}
-f_pass=$((f_pass + v_pass))
-f_fail=$((f_fail + v_fail))
-f_skip=$((f_skip + v_skip))
 
 pass=$((u_pass + z_pass + f_pass + s_pass))
 fail=$((u_fail + z_fail + f_fail + s_fail))
