@@ -178,10 +178,11 @@ rm -f "$san_log"
 # arguments (for the sanitizer). Not repeated, having run in the first pass: tests that boot
 # the VM rig themselves (vm; the guest's own psync runs are nvme/007, 030, 058, 060), read
 # through no engine (noengine), measure resource limits (limits), check the replay tool
-# (replay) or the runner (runner), or race the open of a path, which is decided before any
-# engine is chosen (race: host/011's 150 rounds under ASan took 153 s of a 20-minute pass).
+# (replay) or the runner (runner), race the open of a path, which is decided before any
+# engine is chosen (race: host/011's 150 rounds under ASan took 153 s of a 20-minute pass), or
+# compare the command line with util-linux's (compat: host/052, 84 s of the pass).
 psync_groups=(-g alloc -g writer -g db -g fallocate -g inplace -g rate -g signal -g engine -g psync
-	-g badinput -x vm -x noengine -x limits -x replay -x runner -x race)
+	-g badinput -x vm -x noengine -x limits -x replay -x runner -x race -x compat)
 phase "fstests on the host with the psync engine (WZERO_ENGINE=psync), ASan+UBSan CLI"
 fst_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" fstests "${psync_groups[@]}" "$@" | tee "$fst_log"
