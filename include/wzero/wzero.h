@@ -302,6 +302,11 @@ struct wz_writer_counters {
      * out of that mode because the cache was no longer write-through. */
     uint64_t cache_rereads;
     uint64_t mode_changes;
+    /* Mode WZ_DURABILITY_FLUSH on a file: writes with no other in flight, sent as RWF_DSYNC
+     * (the filesystem's write and flush, as O_DSYNC) rather than followed by a flush of the
+     * writer's own. Since 0.3.0: a caller built against 0.2.0's header (a smaller size) is
+     * filled up to mode_changes only. */
+    uint64_t dsync_writes;
 };
 
 /* Opens a durable writer over [offset, offset + length) of PATH (a file or block device). */

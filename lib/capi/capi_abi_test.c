@@ -456,6 +456,38 @@ static void test_writer_io(const char *file, struct wz_writer *w) {
         check(first.bytes[first_size] == 0xee && first.bytes[sizeof first.bytes - 1] == 0xee,
               "wz_writer_stats leaves what follows the first struct as it was");
     }
+    {
+        /* A caller built against 0.2.0's header (up to mode_changes, no dsync_writes): filled
+         * that far, not a byte further, and not refused. */
+        union {
+            struct wz_writer_counters c;
+            unsigned char bytes[sizeof(struct wz_writer_counters)];
+        } old;
+        const size_t old_size = offsetof(struct wz_writer_counters, dsync_writes);
+        memset(&old, 0xee, sizeof old);
+        old.c.size = (uint32_t)old_size;
+        check(wz_writer_stats(w, &old.c) == 0 && old.c.writes == 10 && old.c.mode_changes == st.mode_changes,
+              "wz_writer_stats with 0.2.0's struct size");
+        check(old.bytes[old_size] == 0xee && old.bytes[sizeof old.bytes - 1] == 0xee,
+              "wz_writer_stats leaves what follows 0.2.0's struct as it was");
+    }
+    /* Flush mode on a file sends a lone write as RWF_DSYNC, counted in dsync_writes as the C++
+     * writer_stats counts it; other modes send none. One more synchronous write, alone: */
+    {
+        struct wz_writer_counters after;
+        memset(buf, 0xc3, align);
+        check(wz_writer_pwrite(w, buf, align, 16 * (uint64_t)align) == (ssize_t)align, "one more lone write");
+        memset(&after, 0, sizeof after);
+        after.size = sizeof after;
+        check(wz_writer_stats(w, &after) == 0, "wz_writer_stats after the lone write");
+        if (mode == WZ_DURABILITY_FLUSH) {
+            check(after.dsync_writes == st.dsync_writes + 1 && after.flushes == st.flushes,
+                  "flush mode: the lone write went as RWF_DSYNC (dsync_writes + 1, no flush of its own)");
+        } else {
+            check(st.dsync_writes == 0 && after.dsync_writes == 0, "no RWF_DSYNC writes outside flush mode");
+        }
+        check(st.dsync_writes <= st.writes, "dsync_writes counts writes");
+    }
     check(wz_writer_refresh(w) == 0, "wz_writer_refresh");
     /* Not while asynchronous writes are in flight (wz_writer_refresh(3)): the mode they were
      * queued under must hold until they are handed back. */

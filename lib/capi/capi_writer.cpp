@@ -286,6 +286,7 @@ int wz_writer_stats(const struct wz_writer* w, struct wz_writer_counters* stats)
         c.p999_us = s.p999_us;
         c.cache_rereads = s.cache_rereads;
         c.mode_changes = s.mode_changes;
+        c.dsync_writes = s.dsync_writes;
         wz::capi::fill_struct_out(stats, caller_size, &c, sizeof c);
         return 0;
     });
