@@ -162,11 +162,13 @@ struct wz_zero_opts {
     struct wz_zero_result *result; /* may be NULL; see struct wz_zero_result */
 };
 
-/* Creates NAME in directory DIRFD (AT_FDCWD allowed) as SIZE bytes of written zeroes that
- * appears under NAME only complete and durable (O_TMPFILE + linkat, else a hidden temporary
- * ".NAME.wz-tmp.XXXXXX" + renameat2(RENAME_NOREPLACE); then a directory fsync). MODE is
- * masked by the umask. An existing NAME is -EEXIST and is never touched. */
-int wz_create_zeroed(int dirfd, const char *name, uint64_t size, mode_t mode, const struct wz_zero_opts *opts);
+/* Creates PATH, relative to directory DIRFD (AT_FDCWD allowed) or absolute, as openat(2)
+ * takes it, as SIZE bytes of written zeroes that appears under PATH only complete and
+ * durable (O_TMPFILE + linkat, else a hidden temporary ".NAME.wz-tmp.XXXXXX" +
+ * renameat2(RENAME_NOREPLACE); then a directory fsync). The directory part is resolved once
+ * and the last component never followed. MODE is masked by the umask. An existing PATH (a
+ * symlink included) is -EEXIST and is never touched. */
+int wz_create_zeroed(int dirfd, const char *path, uint64_t size, mode_t mode, const struct wz_zero_opts *opts);
 
 /* Makes [offset, offset + length) of the file or block device FD written zeroes; a file
  * grows to offset + length, never shrinks. Durable on return unless WZ_ZERO_NO_SYNC. */

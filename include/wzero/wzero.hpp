@@ -514,8 +514,11 @@ result<preallocate_report> allocate(const std::string& path, std::uint64_t offse
 // takes preallocate_options (options.sync = false skips the final flush, options.verify =
 // none the proof) and, when `report` is given, fills it as preallocate() does.
 
-// Creates NAME in the directory DIRFD (AT_FDCWD: the working directory) as a file of SIZE
-// bytes of written zeroes that appears under NAME only complete and durable: the file is
+// Creates PATH, as openat(2) takes it (relative to the directory DIRFD, AT_FDCWD for the
+// working directory, or absolute), as a file of SIZE bytes of written zeroes that appears
+// under PATH only complete and durable. The directory part of PATH is resolved once
+// (O_PATH | O_DIRECTORY, symlinks in it followed) and every step after works relative to
+// it; NAME, the last component, is never followed. The file is
 // made nameless (O_TMPFILE) where the filesystem allows it, else under a hidden temporary
 // name ".NAME.wz-tmp.XXXXXX" in the same directory; zeroed and fdatasync'ed (one flush: the
 // data, the size and the inode's creation before them); then linked or renamed to NAME
@@ -523,10 +526,10 @@ result<preallocate_report> allocate(const std::string& path, std::uint64_t offse
 // fsync'ed. MODE is masked by the umask, as with open(2). An existing NAME is EEXIST and is
 // never touched. On failure nothing is left under NAME and the temporary is removed; a crash
 // may leave a ".NAME.wz-tmp.XXXXXX" file (never a partial NAME) on filesystems without
-// O_TMPFILE. NAME must be one path component; SIZE 0 makes an empty file. Always durable on
+// O_TMPFILE. SIZE 0 makes an empty file. Always durable on
 // success (options.sync does not apply); options.dry_run plans on the unnamed file and
 // creates nothing.
-status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+status create_zeroed(int dirfd, const std::string& path, std::uint64_t size, mode_t mode,
                      const preallocate_options& options = {}, preallocate_report* report = nullptr);
 
 // Grows the file FD to NEW_SIZE bytes with written zeroes, durable on return (the new size

@@ -76,10 +76,10 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
                               [&](const preallocate_options& o) { return db::rezero(fd, offset, length, o, report); });
 }
 
-status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+status create_zeroed(int dirfd, const std::string& path, std::uint64_t size, mode_t mode,
                      const preallocate_options& options, preallocate_report* report) {
-    return api::entry<status>(fmt::format("create {}", name), options, [&](const preallocate_options& o) {
-        return db::create_zeroed(dirfd, name, size, mode, o, report);
+    return api::entry<status>(fmt::format("create {}", path), options, [&](const preallocate_options& o) {
+        return db::create_zeroed(dirfd, path, size, mode, o, report);
     });
 }
 

@@ -974,6 +974,19 @@ static void test_create_zeroed(void) {
         check(chdir(cwd) == 0, "chdir back");
     }
 
+    /* Paths as openat(2) takes them: below the descriptor, and absolute with AT_FDCWD. */
+    path_in(seg, "wal");
+    check(mkdir(seg, 0755) == 0, "mkdir wal");
+    rc = wz_create_zeroed(dirfd, "wal/000000010000000000000001", MIB, 0600, NULL);
+    path_in(seg, "wal/000000010000000000000001");
+    check(rc == 0 && size_of(seg) == MIB && range_is(seg, 0, MIB, 0), "wz_create_zeroed(dirfd, \"wal/NAME\")");
+    path_in(seg, "wal/000000010000000000000002");
+    rc = wz_create_zeroed(AT_FDCWD, seg, MIB, 0600, NULL);
+    check(rc == 0 && size_of(seg) == MIB && range_is(seg, 0, MIB, 0), "wz_create_zeroed(AT_FDCWD, \"/abs/wal/NAME\")");
+    if (rc != 0) {
+        fprintf(stderr, "  %s\n", wz_last_error());
+    }
+
     /* A progress callback that stops the run: ECANCELED, and nothing under the name. */
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
@@ -996,9 +1009,11 @@ static void test_create_zeroed(void) {
     expect_error(wz_create_zeroed(dirfd, "seg1", MIB, 0644, NULL), EEXIST, "seg1", "wz_create_zeroed on an existing name");
     expect_unchanged(seg, &snap, "wz_create_zeroed on an existing name");
     reset_error();
-    expect_error(wz_create_zeroed(dirfd, NULL, MIB, 0644, NULL), EINVAL, "wz_create_zeroed", "wz_create_zeroed(NULL name)");
+    expect_error(wz_create_zeroed(dirfd, NULL, MIB, 0644, NULL), EINVAL, "wz_create_zeroed", "wz_create_zeroed(NULL path)");
     reset_error();
-    expect_error(wz_create_zeroed(dirfd, "a/b", MIB, 0644, NULL), EINVAL, "a/b", "wz_create_zeroed with a slash");
+    expect_error(wz_create_zeroed(dirfd, "a/b", MIB, 0644, NULL), ENOENT, "a/b", "wz_create_zeroed in a missing directory");
+    reset_error();
+    expect_error(wz_create_zeroed(dirfd, "wal/", MIB, 0644, NULL), EISDIR, "wal/", "wz_create_zeroed(\"wal/\")");
     reset_error();
     expect_error(wz_create_zeroed(dirfd, ".", MIB, 0644, NULL), EINVAL, "\".\"", "wz_create_zeroed(\".\")");
     reset_error();

@@ -135,17 +135,17 @@ std::string range_text(const char* op, int fd, std::uint64_t offset, std::uint64
 
 extern "C" {
 
-int wz_create_zeroed(int dirfd, const char* name, uint64_t size, mode_t mode, const struct wz_zero_opts* opts) {
+int wz_create_zeroed(int dirfd, const char* path, uint64_t size, mode_t mode, const struct wz_zero_opts* opts) {
     return wz::capi::guarded("wz_create_zeroed", [&]() -> int {
-        if (name == nullptr) {
+        if (path == nullptr) {
             return fail(EINVAL, "wz_create_zeroed in " + (dirfd == AT_FDCWD ? std::string(".") : wz::self_fd_name(dirfd)) +
-                                    ": name is NULL");
+                                    ": path is NULL");
         }
         zero_call call;
-        if (const int rc = to_options(opts, std::string("wz_create_zeroed ") + name, call); rc < 0) {
+        if (const int rc = to_options(opts, std::string("wz_create_zeroed ") + path, call); rc < 0) {
             return rc;
         }
-        return done(call, wz::create_zeroed(dirfd, name, size, mode, call.options, &call.report));
+        return done(call, wz::create_zeroed(dirfd, path, size, mode, call.options, &call.report));
     });
 }
 

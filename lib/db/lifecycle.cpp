@@ -41,25 +41,43 @@ status finish(result<preallocate_report>&& r, const preallocate_report& partial,
     return {};
 }
 
-// A one-component name: what create_zeroed links into its directory.
-status check_name(const std::string& name, const std::string& dir) {
+// PATH as openat(2) takes it, split into the directory part (resolved once, by the caller)
+// and the final component that create_zeroed links into it: "seg" is {".", "seg"},
+// "wal/seg" {"wal", "seg"}, "/var/db/seg" {"/var/db", "seg"}, "/seg" {"/", "seg"}.
+struct split_path {
+    std::string dir, name;
+};
+
+result<split_path> split(const std::string& path, const std::string& base) {
     const char* why = nullptr;
-    if (name.empty()) {
-        why = "the name is empty";
-    } else if (name == "." || name == "..") {
-        why = "the name is . or ..";
-    } else if (name.find('/') != std::string::npos) {
-        why = "the name contains '/' (one path component, relative to the directory descriptor)";
-    } else if (name.find('\0') != std::string::npos) {
-        why = "the name contains a NUL byte";
-    } else if (name.size() > NAME_MAX) {
-        return make_error_msg(ENAMETOOLONG, fmt::format("create {}/{}: the name is longer than {} bytes", dir,
-                                                        name.substr(0, 32) + "...", NAME_MAX));
+    int err = EINVAL;
+    split_path out;
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) {
+        out = {".", path};
+    } else {
+        out = {slash == 0 ? std::string("/") : path.substr(0, slash), path.substr(slash + 1)};
+    }
+    if (path.find('\0') != std::string::npos) {
+        why = "the path contains a NUL byte";
+    } else if (path.empty()) {
+        why = "the path is empty";
+    } else if (out.name.empty()) {
+        why = "the path ends in '/' (a directory, not a file to create)";
+        err = EISDIR;
+    } else if (out.name == "." || out.name == "..") {
+        why = "the last component is . or .. (a directory, not a file to create)";
+    } else if (out.name.size() > NAME_MAX) {
+        return make_error_msg(ENAMETOOLONG, fmt::format("create {}: the last component is longer than {} bytes",
+                                                        base, NAME_MAX));
+    } else if (path.size() >= PATH_MAX) {
+        return make_error_msg(ENAMETOOLONG, fmt::format("create {}: the path is {} bytes, PATH_MAX is {}", base,
+                                                        path.size(), PATH_MAX));
     }
     if (why != nullptr) {
-        return make_error_msg(EINVAL, fmt::format("create in {}: \"{}\": {}", dir, name, why));
+        return make_error_msg(err, fmt::format("create \"{}\" (relative to {}): {}", path, base, why));
     }
-    return {};
+    return out;
 }
 
 }  // namespace
@@ -176,20 +194,29 @@ status rezero(int fd, std::uint64_t offset, std::uint64_t length, const prealloc
     return finish(std::move(r), partial, report);
 }
 
-status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
-                          const preallocate_options& options, preallocate_report* report) {
-    unique_fd dir(::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+status create_zeroed(int dirfd, const std::string& path_arg, std::uint64_t size, mode_t mode,
+                     const preallocate_options& options, preallocate_report* report) {
+    // What the path is relative to, for messages: the descriptor's directory, or the
+    // working directory.
+    const std::string base = dirfd == AT_FDCWD ? std::string("the working directory")
+                                               : fmt::format("directory descriptor {}", dirfd);
+    auto parts = split(path_arg, base);
+    if (!parts) {
+        return parts.error();
+    }
+    // The directory is resolved once, as openat(2) would (symlinks in it followed); every
+    // step after works relative to this descriptor, so a rename of a directory above cannot
+    // move the file elsewhere half way. O_PATH: search permission is enough to resolve it
+    // (the directory fsync at the end opens it for reading, as before).
+    unique_fd dir(::openat(dirfd, parts->dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!dir) {
         const int err = errno;
-        return make_error_msg(err, fmt::format("create {}: open the directory (descriptor {}): {}", name,
-                                               dirfd == AT_FDCWD ? std::string("AT_FDCWD") : std::to_string(dirfd),
-                                               errno_text(err)));
+        return make_error_msg(err, fmt::format("create \"{}\" (relative to {}): open the directory \"{}\": {}",
+                                               path_arg, base, parts->dir, errno_text(err)));
     }
+    const std::string& name = parts->name;
     const std::string dir_path = self_fd_name(dir.get());
-    if (auto s = check_name(name, dir_path); !s.ok()) {
-        return s;
-    }
-    const std::string path = dir_path + "/" + name;
+    const std::string path = dir_path == "/" ? "/" + name : dir_path + "/" + name;
     if (size > static_cast<std::uint64_t>(INT64_MAX)) {
         return make_error_msg(EFBIG, fmt::format("create {}: size {} is larger than a file can be", path, size));
     }

@@ -20,7 +20,7 @@ status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const prea
 status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report);
 status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
               preallocate_report* report);
-status create_zeroed(int dirfd, const std::string& name, std::uint64_t size, mode_t mode,
+status create_zeroed(int dirfd, const std::string& path, std::uint64_t size, mode_t mode,
                      const preallocate_options& options, preallocate_report* report);
 
 }  // namespace wz::db

@@ -112,22 +112,86 @@ TEST(create_zeroed, an_existing_name_is_eexist_and_untouched) {
     EXPECT_FALSE(std::filesystem::exists(d.path() / "nowhere"));
 }
 
-TEST(create_zeroed, bad_names_and_directories) {
+TEST(create_zeroed, bad_paths_and_directories) {
     scratch_dir d("wz_lifecycle");
     wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    const std::vector<std::string> names = {"", ".", "..", "a/b", "/abs", std::string("nul\0x", 5)};
+    ASSERT_EQ(::mkdir((d.path() / "sub").c_str(), 0755), 0);
+    const std::vector<std::string> names = {"", ".", "..", "sub/.", "sub/..", std::string("nul\0x", 5)};
     for (const std::string& name : names) {
         const wz::status st = wz::create_zeroed(dir.get(), name, 4096, 0644);
         ASSERT_FALSE(st.ok()) << "name '" << name << "'";
         EXPECT_EQ(st.code(), std::errc::invalid_argument) << st.error().message;
     }
+    // As open(2) answers them.
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "sub/", 4096, 0644).code(), std::errc::is_a_directory);
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "missing/seg", 4096, 0644).code(), std::errc::no_such_file_or_directory);
     EXPECT_EQ(wz::create_zeroed(dir.get(), std::string(300, 'x'), 4096, 0644).code(), std::errc::filename_too_long);
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "sub/" + std::string(300, 'x'), 4096, 0644).code(),
+              std::errc::filename_too_long);
     const std::string file = d.path() / "plain";
     write_file(file, "x");
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "plain/seg", 4096, 0644).code(), std::errc::not_a_directory);
     wz::unique_fd not_dir(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     EXPECT_EQ(wz::create_zeroed(not_dir.get(), "seg", 4096, 0644).code(), std::errc::not_a_directory);
     EXPECT_EQ(wz::create_zeroed(-1, "seg", 4096, 0644).code(), std::errc::bad_file_descriptor);
-    EXPECT_EQ(entries(d.path()), std::set<std::string>{"plain"});
+    const wz::status missing = wz::create_zeroed(dir.get(), "missing/seg", 4096, 0644);
+    EXPECT_NE(missing.error().message.find("\"missing/seg\""), std::string::npos) << missing.error().message;
+    EXPECT_EQ(entries(d.path()), (std::set<std::string>{"plain", "sub"}));
+    EXPECT_TRUE(entries(d.path() / "sub").empty());
+}
+
+// Paths as openat(2) takes them: below the directory descriptor, absolute (whatever the
+// descriptor, as openat ignores it then), through a symlink in the directory part.
+TEST(create_zeroed, paths_as_openat_takes_them) {
+    scratch_dir d("wz_lifecycle");
+    wz::unique_fd dir(::open(d.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_EQ(::mkdir((d.path() / "wal").c_str(), 0755), 0);
+    ASSERT_EQ(::symlink("wal", (d.path() / "lnk").c_str()), 0);
+    wz::preallocate_report rep;
+    const wz::status rel = wz::create_zeroed(dir.get(), "wal/000001", 1 << 20, 0600, {}, &rep);
+    ASSERT_TRUE(rel.ok()) << rel.error().message;
+    EXPECT_EQ(rep.path, (d.path() / "wal" / "000001").string());
+    const std::string abs = d.path() / "wal" / "000002";
+    const wz::status a = wz::create_zeroed(AT_FDCWD, abs, 1 << 20, 0600);
+    ASSERT_TRUE(a.ok()) << a.error().message;
+    const wz::status b = wz::create_zeroed(-1, (d.path() / "wal" / "000003").string(), 4096, 0600);
+    ASSERT_TRUE(b.ok()) << b.error().message;
+    const wz::status l = wz::create_zeroed(dir.get(), "lnk/000004", 4096, 0600);
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    const wz::status dots = wz::create_zeroed(dir.get(), "wal/../wal//000005", 4096, 0600);
+    ASSERT_TRUE(dots.ok()) << dots.error().message;
+    EXPECT_EQ(entries(d.path() / "wal"), (std::set<std::string>{"000001", "000002", "000003", "000004", "000005"}));
+    EXPECT_EQ(entries(d.path()), (std::set<std::string>{"lnk", "wal"}));
+    const std::string c = contents(d.path() / "wal" / "000002");
+    EXPECT_EQ(c.size(), std::size_t{1} << 20);
+    EXPECT_TRUE(all_zero(c, 0, c.size()));
+    // The last component is never followed, in a subdirectory too.
+    ASSERT_EQ(::symlink("elsewhere", (d.path() / "wal" / "link").c_str()), 0);
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "wal/link", 4096, 0644).code(), std::errc::file_exists);
+    EXPECT_EQ(wz::create_zeroed(dir.get(), "wal/000001", 4096, 0644).code(), std::errc::file_exists);
+    EXPECT_FALSE(std::filesystem::exists(d.path() / "wal" / "elsewhere"));
+}
+
+// The directory is resolved once: renamed while the file is being zeroed, and a new one made
+// under its old name, the file still lands in the directory the call started in.
+TEST(create_zeroed, the_directory_is_resolved_once) {
+    scratch_dir d("wz_lifecycle");
+    ASSERT_EQ(::mkdir((d.path() / "wal").c_str(), 0755), 0);
+    const std::string wal = d.path() / "wal";
+    const std::string moved = d.path() / "wal.old";
+    bool swapped = false;
+    wz::preallocate_options o;
+    o.method = wz::method_request::write;
+    o.on_progress = [&](const wz::progress_info&) {
+        if (!swapped) {
+            swapped = ::rename(wal.c_str(), moved.c_str()) == 0 && ::mkdir(wal.c_str(), 0755) == 0;
+        }
+    };
+    const wz::status st = wz::create_zeroed(AT_FDCWD, wal + "/seg", 8 << 20, 0600, o);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    ASSERT_TRUE(swapped) << "no progress callback ran while the file was zeroed";
+    EXPECT_EQ(entries(moved), std::set<std::string>{"seg"});
+    EXPECT_TRUE(entries(wal).empty());
 }
 
 TEST(create_zeroed, a_failure_leaves_nothing) {

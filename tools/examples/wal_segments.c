@@ -10,16 +10,20 @@
  * Build against the installed library:
  *   cc -std=c99 wal_segments.c $(pkg-config --cflags --libs wzero) -o wal_segments
  * Run:
- *   ./wal_segments [-n SEGMENTS] [-r RECORDS] [-b RECORD_BYTES] DIR */
-#define _POSIX_C_SOURCE 200809L /* openat, getopt, clock_gettime, posix_memalign */
+ *   ./wal_segments [-n SEGMENTS] [-r RECORDS] [-b RECORD_BYTES] DIR
+ * The segments go to DIR/pg_wal (made if missing), named through the database directory's
+ * descriptor as openat(2) names files: "pg_wal/000000010000000000000001". */
+#define _POSIX_C_SOURCE 200809L /* openat, mkdirat, getopt, clock_gettime, posix_memalign */
 
 #include <wzero/wzero.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,7 +57,7 @@ int main(int argc, char **argv) {
     struct wz_writer_counters stats;
     struct wz_writer *w;
     const char *reason;
-    char name[32];
+    char name[40];
     void *record;
     double t0;
     double elapsed_ms;
@@ -86,11 +90,15 @@ int main(int argc, char **argv) {
         perror(argv[optind]);
         return 1;
     }
+    if (mkdirat(dirfd, "pg_wal", 0700) != 0 && errno != EEXIST) {
+        perror("pg_wal");
+        return 1;
+    }
 
     /* 1. Segments. NULL options: automatic method, verified written extents, durable on
      *    return (file data and the directory entry). An existing name is -EEXIST. */
     for (i = 0; i < segments; i++) {
-        snprintf(name, sizeof name, "%08X%08X%08X", 1u, 0u, i + 1);
+        snprintf(name, sizeof name, "pg_wal/%08X%08X%08X", 1u, 0u, i + 1);
         t0 = now_ms();
         rc = wz_create_zeroed(dirfd, name, SEGMENT_BYTES, 0600, NULL);
         if (rc != 0) {
@@ -101,7 +109,7 @@ int main(int argc, char **argv) {
 
     /* 2. Appends to the first segment. The writer takes the caller's descriptor (it reopens
      *    the file itself for O_DIRECT) and picks the durability mode from the device. */
-    snprintf(name, sizeof name, "%08X%08X%08X", 1u, 0u, 1u);
+    snprintf(name, sizeof name, "pg_wal/%08X%08X%08X", 1u, 0u, 1u);
     fd = openat(dirfd, name, O_RDWR);
     if (fd < 0) {
         perror(name);
