@@ -361,12 +361,31 @@ static unsigned rings_open(void) {
     return n;
 }
 
+/* wz_writer_stats for a caller whose struct wz_writer_counters ends at OLD_SIZE: accepted,
+ * filled that far (10 writes, as test_writer_io made), not a byte further. The filled part
+ * goes to *OUT. */
+static void check_old_counters(struct wz_writer *w, size_t old_size, const char *label,
+                               struct wz_writer_counters *out) {
+    union {
+        struct wz_writer_counters c;
+        unsigned char bytes[sizeof(struct wz_writer_counters)];
+    } old;
+    char what[128];
+    memset(&old, 0xee, sizeof old);
+    old.c.size = (uint32_t)old_size;
+    snprintf(what, sizeof what, "wz_writer_stats with %s", label);
+    check(wz_writer_stats(w, &old.c) == 0 && old.c.writes == 10, what);
+    snprintf(what, sizeof what, "wz_writer_stats leaves what follows %s as it was", label);
+    check(old.bytes[old_size] == 0xee && old.bytes[sizeof old.bytes - 1] == 0xee, what);
+    *out = old.c;
+}
+
 static void test_writer_io(const char *file, struct wz_writer *w) {
     uint32_t align = wz_writer_alignment(w);
     unsigned char *buf = NULL;
     struct iovec iov[2];
     struct wz_completion done[8];
-    struct wz_writer_counters st;
+    struct wz_writer_counters st, old;
     const char *reason = NULL;
     unsigned seen = 0;
     int got;
@@ -443,34 +462,11 @@ static void test_writer_io(const char *file, struct wz_writer *w) {
     /* Nothing moved this writer out of a mode; re-reads happen in mode through only. */
     check(st.mode_changes == 0 && (mode == WZ_DURABILITY_THROUGH || st.cache_rereads == 0),
           "wz_writer_stats: no mode change, no cache re-read outside through");
-    {
-        /* A caller built against the first struct (up to p999_us): filled that far only. */
-        union {
-            struct wz_writer_counters c;
-            unsigned char bytes[sizeof(struct wz_writer_counters)];
-        } first;
-        const size_t first_size = offsetof(struct wz_writer_counters, cache_rereads);
-        memset(&first, 0xee, sizeof first);
-        first.c.size = (uint32_t)first_size;
-        check(wz_writer_stats(w, &first.c) == 0 && first.c.writes == 10, "wz_writer_stats with the first struct size");
-        check(first.bytes[first_size] == 0xee && first.bytes[sizeof first.bytes - 1] == 0xee,
-              "wz_writer_stats leaves what follows the first struct as it was");
-    }
-    {
-        /* A caller built against 0.2.0's header (up to mode_changes, no dsync_writes): filled
-         * that far, not a byte further, and not refused. */
-        union {
-            struct wz_writer_counters c;
-            unsigned char bytes[sizeof(struct wz_writer_counters)];
-        } old;
-        const size_t old_size = offsetof(struct wz_writer_counters, dsync_writes);
-        memset(&old, 0xee, sizeof old);
-        old.c.size = (uint32_t)old_size;
-        check(wz_writer_stats(w, &old.c) == 0 && old.c.writes == 10 && old.c.mode_changes == st.mode_changes,
-              "wz_writer_stats with 0.2.0's struct size");
-        check(old.bytes[old_size] == 0xee && old.bytes[sizeof old.bytes - 1] == 0xee,
-              "wz_writer_stats leaves what follows 0.2.0's struct as it was");
-    }
+    /* Callers built against older headers: the first struct (up to p999_us) and 0.2.0's (up
+     * to mode_changes, no dsync_writes). */
+    check_old_counters(w, offsetof(struct wz_writer_counters, cache_rereads), "the first struct size", &old);
+    check_old_counters(w, offsetof(struct wz_writer_counters, dsync_writes), "0.2.0's struct size", &old);
+    check(old.mode_changes == st.mode_changes, "wz_writer_stats with 0.2.0's struct size: mode_changes filled");
     /* Flush mode on a file sends a lone write as RWF_DSYNC, counted in dsync_writes as the C++
      * writer_stats counts it; other modes send none. One more synchronous write, alone: */
     {
