@@ -5,7 +5,7 @@
 //   wz_create_crash create DIR PREFIX COUNT SIZE
 //   wz_create_crash create-unsafe DIR PREFIX COUNT SIZE
 //   wz_create_crash check DIR SIZE [CREATED-LOG]
-//   wz_create_crash sigkill DIR SIZE RUNS MAX-DELAY-MS [--unsafe] [--seed N]
+//   wz_create_crash sigkill DIR SIZE RUNS MAX-DELAY-MS [--unsafe] [--until-caught] [--seed N]
 //
 // create: makes DIR/PREFIX0000, DIR/PREFIX0001, ... one after another with wz::create_zeroed
 // (mode 0644, default options: durable on return) and writes "created DIR/NAME" to stdout
@@ -32,8 +32,9 @@
 // [0, MAX-DELAY-MS] ms (doubled after each run, up to 16 times, until some run has seen a
 // file reported created), SIGKILL the child, reap it, run check on DIR with DIR.log, then
 // empty DIR. stdout: "runs R killed K failed_runs F bad B missing M tmp H complete C
-// created N" plus the seed ("seed S", random from the clock unless given). Exit status 0
-// when no run failed, 1 otherwise.
+// created N" plus the seed ("seed S", random from the clock unless given); R counts the runs
+// done. --until-caught (for a control, which must fail) stops after the first failed run.
+// Exit status 0 when no run failed, 1 otherwise.
 
 #include "tool_args.hpp"
 
@@ -66,7 +67,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: wz_create_crash create|create-unsafe DIR PREFIX COUNT SIZE\n"
                  "       wz_create_crash check DIR SIZE [CREATED-LOG]\n"
-                 "       wz_create_crash sigkill DIR SIZE RUNS MAX-DELAY-MS [--unsafe] [--seed N]\n");
+                 "       wz_create_crash sigkill DIR SIZE RUNS MAX-DELAY-MS [--unsafe] [--until-caught] [--seed N]\n");
     return 1;
 }
 
@@ -363,18 +364,19 @@ int empty_dir(const std::string& dir) {
 }
 
 int do_sigkill(const std::string& self, const std::string& dir, std::uint64_t size, std::uint64_t runs,
-               std::uint64_t max_delay_ms, bool unsafe, std::uint64_t seed) {
+               std::uint64_t max_delay_ms, bool unsafe, bool until_caught, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
     std::fflush(stdout);
     const std::string log = dir + ".log";
     check_counts total;
-    std::uint64_t killed = 0, failed_runs = 0;
+    std::uint64_t killed = 0, failed_runs = 0, done = 0;
     // Doubled (up to 16) after every run while no run has seen a file created: a machine that
     // takes longer than MAX-DELAY-MS to start the child and create one file (TCG under load)
     // still gets kills between creates, not only before the first.
     std::uint64_t delay_scale = 1;
-    for (std::uint64_t run = 0; run < runs; ++run) {
+    for (std::uint64_t run = 0; run < runs && !(until_caught && failed_runs > 0); ++run) {
+        ++done;
         const int logfd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (logfd < 0) {
             std::fprintf(stderr, "wz_create_crash: open %s: %s\n", log.c_str(), std::strerror(errno));
@@ -438,7 +440,7 @@ int do_sigkill(const std::string& self, const std::string& dir, std::uint64_t si
     }
     std::printf("runs %llu killed %llu failed_runs %llu bad %llu (size %llu, extents %llu, data %llu) missing %llu"
                 " tmp %llu complete %llu created %llu\n",
-                static_cast<unsigned long long>(runs), static_cast<unsigned long long>(killed),
+                static_cast<unsigned long long>(done), static_cast<unsigned long long>(killed),
                 static_cast<unsigned long long>(failed_runs), static_cast<unsigned long long>(total.bad),
                 static_cast<unsigned long long>(total.bad_size), static_cast<unsigned long long>(total.bad_extents),
                 static_cast<unsigned long long>(total.bad_data), static_cast<unsigned long long>(total.missing),
@@ -472,12 +474,14 @@ int main(int argc, char** argv) {
         if (!parse_u64(argv[3], size) || size == 0 || !parse_u64(argv[4], runs) || !parse_u64(argv[5], max_delay_ms)) {
             return usage();
         }
-        bool unsafe = false;
+        bool unsafe = false, until_caught = false;
         std::uint64_t seed = static_cast<std::uint64_t>(::time(nullptr)) ^ (static_cast<std::uint64_t>(::getpid()) << 20);
         for (int i = 6; i < argc; ++i) {
             const std::string a = argv[i];
             if (a == "--unsafe") {
                 unsafe = true;
+            } else if (a == "--until-caught") {
+                until_caught = true;
             } else if (a == "--seed" && i + 1 < argc && parse_u64(argv[i + 1], seed)) {
                 ++i;
             } else {
@@ -491,7 +495,7 @@ int main(int argc, char** argv) {
             return 1;
         }
         self[n] = '\0';
-        return do_sigkill(self, argv[2], size, runs, max_delay_ms, unsafe, seed);
+        return do_sigkill(self, argv[2], size, runs, max_delay_ms, unsafe, until_caught, seed);
     }
     return usage();
 }
