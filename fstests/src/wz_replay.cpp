@@ -16,7 +16,7 @@
 //   wz_replay check --log LOG --base IMG --work FILE --marker-at OFF --marker-length LEN
 //                   [--lba N] [--tag TAG] [--fua-from CMDS] [--cuts N] [--max-cuts N]
 //                   [--subsets N] [--seed N] [--range OFF:LEN]... [--check CMD]
-//                   [--verify-acked [--verify-map MAP]]
+//                   [--verify-acked [--verify-map MAP]] [--until-caught]
 //       rebuilds the device image (IMG as it was before the logged run, plus the log's
 //       entries) as it would be after a power loss at cut points of the log, and checks each.
 //
@@ -49,6 +49,8 @@
 //       SEQ OFFSET" lines, the run id from its "open" line) holds its write's pattern, read at
 //       OFFSET of the image or, with --verify-map MAP (wz_ackwrite's extent map), where MAP puts
 //       it.
+// --until-caught (for a control, which must be caught): stops at the first image with a
+// violation; the summary then counts the cut points and images checked up to it.
 // Output: "replay TAG: ..." summary lines (entries, markers, cut points by kind, images
 // checked, violations) and the first violations. Exit status: 0 no violation, 1 violations
 // or a malformed log, 2 usage.
@@ -332,7 +334,7 @@ range_t parse_range(const std::string& s) {
 
 struct check_args {
     std::string log, base, work, tag, fua_from, check_cmd, verify_map;
-    bool verify_acked = false;
+    bool verify_acked = false, until_caught = false;
     std::uint64_t marker_at = 0, marker_length = 0, lba = 512;
     std::uint64_t cuts = 20, max_cuts = 0, subsets = 2;
     std::uint64_t seed = 0;
@@ -720,7 +722,13 @@ int replayer::run() {
 
     std::uint64_t images = 0, per_kind[5] = {}, dropped_max = 0;
     std::size_t prefix = 0;  // entries [0, prefix) are applied to the work image for good
+    std::size_t cuts_checked = 0;
+    const auto caught = [&] { return a_.until_caught && violations_ > 0; };
     for (const auto& [c, k] : chosen) {
+        if (caught()) {
+            break;
+        }
+        cuts_checked++;
         per_kind[k]++;
         // The last flush entry before the cut: everything before it is durable.
         std::size_t f = c;
@@ -833,6 +841,9 @@ int replayer::run() {
             for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
                 pwrite_all(work_fd_, it->old.data(), it->old.size(), it->offset, a_.work);
             }
+            if (caught()) {
+                break;
+            }
         }
     }
     ::unlink(acked_path.c_str());
@@ -842,7 +853,7 @@ int replayer::run() {
     std::printf("replay %s: window entries %zu-%zu, cut points %zu of %zu (after flush %llu, before flush %llu, "
                 "after fua %llu, random %llu, end %llu), images checked %llu, most writes pending at a cut %llu, "
                 "seed %llu\n",
-                name.c_str(), lo, hi, chosen.size(), all_cuts, static_cast<unsigned long long>(per_kind[after_flush]),
+                name.c_str(), lo, hi, cuts_checked, all_cuts, static_cast<unsigned long long>(per_kind[after_flush]),
                 static_cast<unsigned long long>(per_kind[before_flush]),
                 static_cast<unsigned long long>(per_kind[after_fua]),
                 static_cast<unsigned long long>(per_kind[random_point]),
@@ -851,6 +862,10 @@ int replayer::run() {
     if (!a_.ranges.empty()) {
         std::printf("replay %s: sectors outside the ranges rewritten with their old data (most at a cut) %llu\n",
                     name.c_str(), static_cast<unsigned long long>(rewritten_outside_));
+    }
+    if (caught() && cuts_checked < chosen.size()) {
+        std::printf("replay %s: stopped at the first violation (--until-caught), %zu of %zu cut points checked\n",
+                    name.c_str(), cuts_checked, chosen.size());
     }
     std::printf("replay %s: violations %llu\n", name.c_str(), static_cast<unsigned long long>(violations_));
     return violations_ == 0 ? 0 : exit_violation;
@@ -908,6 +923,8 @@ int main(int argc, char** argv) {
             a.check_cmd = value(i);
         } else if (o == "--verify-acked") {
             a.verify_acked = true;
+        } else if (o == "--until-caught") {
+            a.until_caught = true;
         } else if (o == "--verify-map") {
             a.verify_map = value(i);
         } else if (o.size() > 1 && o[0] == '-') {
