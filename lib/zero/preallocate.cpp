@@ -563,14 +563,13 @@ status runner::run_file(const capabilities& caps) {
     } else {
         step(alloc);
     }
-    if (!opt_.dry_run && plan::may_zero_in_place(caps, req)) {
-        // In-place zeroing must not race the page cache: dirty pages go out first, and the
-        // mapping the commands are aimed at is committed. Data writes alone need neither.
-        if (::fdatasync(fd_) != 0) {
-            return make_error("fdatasync", path_, errno);
-        }
-    }
-
+    // In-place zeroing must not race the page cache: dirty pages go out first (the walker's
+    // first FIEMAP carries FIEMAP_FLAG_SYNC), and the mapping the commands are aimed at is
+    // committed, by one fdatasync before the first batch that zeroes an extent in place. Data
+    // writes alone need neither: a range of unwritten extents and holes (a new file's, as
+    // create_zeroed's) gets no fdatasync here, whose journal commit would cost the device a
+    // cache flush of its own before the one that makes the zeroes durable.
+    bool mapping_committed = false;
     extent::walker walk(fd_, path_, offset_, length_, extent::walker::default_batch, true);
     std::vector<extent::extent> batch;
     while (true) {
@@ -606,6 +605,12 @@ status runner::run_file(const capabilities& caps) {
             const bool in_place = std::any_of(p->operations.begin(), p->operations.end(), [](const auto& op) {
                 return op.kind == plan::op_kind::nvme_write_zeroes;
             });
+            if (in_place && !mapping_committed) {
+                if (::fdatasync(fd_) != 0) {
+                    return make_error_range("fdatasync", path_, part.offset, part.length, errno);
+                }
+                mapping_committed = true;
+            }
             if (auto e = execute(caps, p->operations); !e.ok()) {
                 return e;
             }
