@@ -4,8 +4,13 @@
 // per-file statx/statfs/mount lookup still runs). Reports medians and p99 of one run.
 // With --write-cache: wz::write_cache() instead, held (an answer younger than the maximum
 // age: no I/O) and re-read (maximum age 0: Get Features FID 06h on NVMe, sysfs elsewhere).
+// With --entry: what the public call's own descriptor table costs: wz::stat, cached, by
+// descriptor and by path, beside the same record read in place (record::of: the caller's
+// thread and table, no entry), interleaved in rounds so that both see the same machine noise.
 //
-//   wzero_bench_stat [--json] [--write-cache] [PATH...]      (default: this binary's own file)
+//   wzero_bench_stat [--json] [--write-cache | --entry] [PATH...]   (default: this binary's own file)
+
+#include "record/record.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -66,6 +71,25 @@ stats measure_write_cache(int fd, const std::string& path, std::chrono::nanoseco
     return {at(0.5), at(0.99), us.front()};
 }
 
+template <class Fn>
+stats measure_calls(int iterations, Fn&& call) {
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(iterations));
+    for (int i = 0; i < iterations; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto r = call();
+        auto t1 = std::chrono::steady_clock::now();
+        if (!r) {
+            fmt::print(stderr, "wzero_bench_stat: {}\n", r.error().message);
+            std::exit(1);
+        }
+        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    auto at = [&](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
+    return {at(0.5), at(0.99), us.front()};
+}
+
 double median_of(std::vector<stats> v, double stats::*f) {
     std::sort(v.begin(), v.end(), [f](const stats& a, const stats& b) { return a.*f < b.*f; });
     return v[v.size() / 2].*f;
@@ -101,16 +125,59 @@ int bench_write_cache(const std::vector<std::string>& paths, bool json) {
     return 0;
 }
 
+int bench_entry(const std::vector<std::string>& paths, bool json) {
+    if (!json) {
+        fmt::print("{:<40} {:>15} {:>15} {:>14} {:>14} {:>8}\n", "path", "in place p50 us", "in place p99 us",
+                   "wz::stat p50 us", "wz::stat p99 us", "ratio");
+    }
+    for (const auto& p : paths) {
+        const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fmt::print(stderr, "wzero_bench_stat: open {}: {}\n", p, std::strerror(errno));
+            return 1;
+        }
+        // The descriptor form, then the path form (which opens and closes the file).
+        for (const bool by_path : {false, true}) {
+            std::vector<stats> here, entry;
+            for (int round = 0; round < 5; ++round) {
+                if (by_path) {
+                    here.push_back(measure_calls(2000, [&] { return wz::record::of(p); }));
+                    entry.push_back(measure_calls(2000, [&] { return wz::stat(p); }));
+                } else {
+                    here.push_back(measure_calls(2000, [&] { return wz::record::of(fd, p); }));
+                    entry.push_back(measure_calls(2000, [&] { return wz::stat(fd, p); }));
+                }
+            }
+            const double h50 = median_of(here, &stats::p50_us), h99 = median_of(here, &stats::p99_us);
+            const double e50 = median_of(entry, &stats::p50_us), e99 = median_of(entry, &stats::p99_us);
+            const std::string form = by_path ? "path" : "fd";
+            if (json) {
+                fmt::print("{{\"path\": \"{}\", \"form\": \"{}\", \"in_place_p50_us\": {:.1f}, "
+                           "\"in_place_p99_us\": {:.1f}, \"stat_p50_us\": {:.1f}, \"stat_p99_us\": {:.1f}, "
+                           "\"ratio_p50\": {:.2f}}}\n",
+                           p, form, h50, h99, e50, e99, e50 / h50);
+            } else {
+                fmt::print("{:<40} {:>15.1f} {:>15.1f} {:>14.1f} {:>14.1f} {:>7.2f}x\n", p + " (" + form + ")", h50,
+                           h99, e50, e99, e50 / h50);
+            }
+        }
+        ::close(fd);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool json = false, write_cache = false;
+    bool json = false, write_cache = false, entry = false;
     std::vector<std::string> paths;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (std::strcmp(argv[i], "--write-cache") == 0) {
             write_cache = true;
+        } else if (std::strcmp(argv[i], "--entry") == 0) {
+            entry = true;
         } else {
             paths.emplace_back(argv[i]);
         }
@@ -120,6 +187,9 @@ int main(int argc, char** argv) {
     }
     if (write_cache) {
         return bench_write_cache(paths, json);
+    }
+    if (entry) {
+        return bench_entry(paths, json);
     }
     if (!json) {
         fmt::print("{:<40} {:>12} {:>12} {:>14} {:>14} {:>8}\n", "path", "cold p50 us", "cold p99 us",
