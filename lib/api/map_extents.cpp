@@ -96,7 +96,7 @@ status map_extents_here(const std::string& path, std::uint64_t offset, std::uint
 // batch at a time.
 status map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length,
                    const std::function<status(const mapped_extent&)>& on_extent) {
-    return api::entry<status>(fmt::format("map {}", path), [&](private_fd_table& table) {
+    return api::entry<status>(fmt::format("map {}", path), {}, [&](private_fd_table& table) {
         return map_extents_here(path, offset, length, [&](const std::vector<mapped_extent>& extents) {
             status s;
             table.on_caller([&] {

@@ -13,12 +13,12 @@ namespace wz {
 
 // The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors).
 result<capabilities> stat(int fd, const std::string& path, const stat_options& options) {
-    return api::entry<result<capabilities>>(fmt::format("stat {}", path),
+    return api::entry<result<capabilities>>(fmt::format("stat {}", path), {fd},
                                             [&](private_fd_table&) { return record::of(fd, path, options); });
 }
 
 result<capabilities> stat(const std::string& path, const stat_options& options) {
-    return api::entry<result<capabilities>>(fmt::format("stat {}", path),
+    return api::entry<result<capabilities>>(fmt::format("stat {}", path), {},
                                             [&](private_fd_table&) { return record::of(path, options); });
 }
 

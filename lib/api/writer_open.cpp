@@ -44,7 +44,8 @@ status adopt_in_caller(writer::impl& w, private_fd_table& table, fd_passage& pas
 
 // Both forms open, probe and close descriptors of the file in a table of their own (see
 // util/private_fd_table.hpp), so that opening a writer keeps the process's POSIX locks.
-result<std::unique_ptr<writer::impl>> open_in_private_table(const std::string& path,
+// FD: the caller's descriptor the writer opens from (-1: by path).
+result<std::unique_ptr<writer::impl>> open_in_private_table(const std::string& path, int fd,
                                      const std::function<result<std::unique_ptr<writer::impl>>()>& open_here) {
     const std::string what = fmt::format("writer {}", path);
     auto passage = fd_passage::make(what);
@@ -52,7 +53,7 @@ result<std::unique_ptr<writer::impl>> open_in_private_table(const std::string& p
         return passage.error();
     }
     return api::entry<result<std::unique_ptr<writer::impl>>>(
-        what, [&](private_fd_table& table) -> result<std::unique_ptr<writer::impl>> {
+        what, {fd, passage->sender()}, [&](private_fd_table& table) -> result<std::unique_ptr<writer::impl>> {
             auto p = open_here();
             if (!p) {
                 return p;
@@ -68,7 +69,7 @@ result<std::unique_ptr<writer::impl>> open_in_private_table(const std::string& p
 
 result<writer> writer::open(const std::string& path, std::uint64_t offset, std::uint64_t length,
                             const writer_options& options) {
-    auto r = open_in_private_table(path, [&] { return writer_detail::open_path(path, offset, length, options); });
+    auto r = open_in_private_table(path, -1, [&] { return writer_detail::open_path(path, offset, length, options); });
     if (!r) {
         return r.error();
     }
@@ -77,7 +78,7 @@ result<writer> writer::open(const std::string& path, std::uint64_t offset, std::
 
 result<writer> writer::open(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
                             const writer_options& options) {
-    auto r = open_in_private_table(path, [&] { return writer_detail::open_fd(fd, path, offset, length, options); });
+    auto r = open_in_private_table(path, fd, [&] { return writer_detail::open_fd(fd, path, offset, length, options); });
     if (!r) {
         return r.error();
     }

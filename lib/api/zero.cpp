@@ -19,35 +19,35 @@ namespace wz {
 result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial) {
     return api::entry<result<preallocate_report>>(
-        fmt::format("preallocate {}", path), options,
+        fmt::format("preallocate {}", path), {fd}, options,
         [&](const preallocate_options& o) { return zero::preallocate(fd, path, offset, length, o, partial); });
 }
 
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial) {
     return api::entry<result<preallocate_report>>(
-        fmt::format("preallocate {}", path), options,
+        fmt::format("preallocate {}", path), {}, options,
         [&](const preallocate_options& o) { return zero::preallocate(path, offset, length, o, partial); });
 }
 
 result<preallocate_report> allocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
                                     const preallocate_options& options, preallocate_report* partial) {
     return api::entry<result<preallocate_report>>(
-        fmt::format("allocate {}", path), options,
+        fmt::format("allocate {}", path), {fd}, options,
         [&](const preallocate_options& o) { return zero::allocate(fd, path, offset, length, o, partial); });
 }
 
 result<preallocate_report> allocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                     const preallocate_options& options, preallocate_report* partial) {
     return api::entry<result<preallocate_report>>(
-        fmt::format("allocate {}", path), options,
+        fmt::format("allocate {}", path), {}, options,
         [&](const preallocate_options& o) { return zero::allocate(path, offset, length, o, partial); });
 }
 
 result<preallocate_report> verify(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                   verify_mode mode, preallocate_report* partial) {
     preallocate_report rep;
-    auto s = api::entry<status>(fmt::format("verify {}", path), [&](private_fd_table&) {
+    auto s = api::entry<status>(fmt::format("verify {}", path), {}, [&](private_fd_table&) {
         return verify_detail::verify_path(path, offset, length, mode, rep);
     });
     if (!s.ok()) {
@@ -61,24 +61,24 @@ result<preallocate_report> verify(const std::string& path, std::uint64_t offset,
 
 status zero_range(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
                   preallocate_report* report) {
-    return api::entry<status>(fmt::format("zero_range {}", self_fd_name(fd)), options,
+    return api::entry<status>(fmt::format("zero_range {}", self_fd_name(fd)), {fd}, options,
                               [&](const preallocate_options& o) { return db::zero_range(fd, offset, length, o, report); });
 }
 
 status extend(int fd, std::uint64_t new_size, const preallocate_options& options, preallocate_report* report) {
-    return api::entry<status>(fmt::format("extend {} to {} bytes", self_fd_name(fd), new_size), options,
+    return api::entry<status>(fmt::format("extend {} to {} bytes", self_fd_name(fd), new_size), {fd}, options,
                               [&](const preallocate_options& o) { return db::extend(fd, new_size, o, report); });
 }
 
 status rezero(int fd, std::uint64_t offset, std::uint64_t length, const preallocate_options& options,
               preallocate_report* report) {
-    return api::entry<status>(fmt::format("rezero {}", self_fd_name(fd)), options,
+    return api::entry<status>(fmt::format("rezero {}", self_fd_name(fd)), {fd}, options,
                               [&](const preallocate_options& o) { return db::rezero(fd, offset, length, o, report); });
 }
 
 status create_zeroed(int dirfd, const std::string& path, std::uint64_t size, mode_t mode,
                      const preallocate_options& options, preallocate_report* report) {
-    return api::entry<status>(fmt::format("create {}", path), options, [&](const preallocate_options& o) {
+    return api::entry<status>(fmt::format("create {}", path), {dirfd}, options, [&](const preallocate_options& o) {
         return db::create_zeroed(dirfd, path, size, mode, o, report);
     });
 }

@@ -374,7 +374,8 @@ namespace {
 // The whole record, for a device or filesystem not asked about before: its opens and closes in
 // a table of their own (util/private_fd_table.hpp), so that the process keeps its POSIX locks.
 result<capabilities> probe_whole(int fd, const std::string& path) {
-    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path),
+    const int fds[] = {fd};
+    return in_private_fd_table<result<capabilities>>(fmt::format("stat {}", path), fds,
                                                      [&] { return stat_here(fd, path, stat_options{}); });
 }
 

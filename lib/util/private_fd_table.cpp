@@ -4,12 +4,16 @@
 #include "util/signal_free_thread.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -19,31 +23,15 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <span>
 #include <utility>
+#include <vector>
 
 namespace wz {
 
 namespace {
 thread_local bool private_table = false;
 
-// close_range(2) is Linux 5.9+: before it, every descriptor of the (private) table by
-// number, up to the highest one /proc lists.
-void close_all_fallback() noexcept {
-    int highest = -1;
-    if (DIR* d = ::opendir("/proc/thread-self/fd")) {
-        const int own = ::dirfd(d);
-        while (const dirent* e = ::readdir(d)) {
-            const int fd = std::atoi(e->d_name);
-            if (e->d_name[0] != '.' && fd != own && fd > highest) {
-                highest = fd;
-            }
-        }
-        ::closedir(d);
-    }
-    for (int fd = 0; fd <= highest; ++fd) {
-        (void)::close(fd);  // wz: ignored-error (a private copy being emptied; EBADF for gaps)
-    }
-}
 std::atomic<bool> in_place_always{false};
 // unshare(CLONE_FILES) refused once (EPERM: a seccomp profile such as Docker's default, which
 // allows unshare only with CAP_SYS_ADMIN; ENOSYS): every call runs in place from then on.
@@ -59,11 +47,331 @@ struct private_fd_table::shared {
     std::exception_ptr pending_error;
 };
 
+namespace {
+
+// ---- The workers ----------------------------------------------------------------------------
+// A thread per call costs its start, the table copy and the join (wz::stat: 7 us in place, 73
+// us through a thread of its own, on the 2-core test machine under load). A worker instead
+// unshares its table once, empties it, and stays: between calls it holds nothing of the
+// process's but /dev/null (at 0, 1 and 2, so that no file a call opens ever gets a stdio
+// number) and a pidfd of the process. A call hands it the caller's descriptor numbers; the
+// worker takes each one from the process's table with pidfd_getfd(2) at the same number (the
+// body's code is the same either way), runs the body, closes everything the call left (those
+// closes name the worker's table as the owner: no POSIX lock of the process goes), and is
+// idle again. The caller's stderr is taken too (a sanitizer's report, a library's message),
+// and given back to /dev/null after. Where pidfd_getfd is missing (before Linux 5.6) or
+// refused (seccomp), where the calling thread's table is not the process's (kcmp), or where a
+// descriptor cannot be taken (not open, RLIMIT_NOFILE), the call runs on a thread of its own
+// as before. A process that forks starts over in the child; the library is linked
+// -z nodelete, so a parked worker never outlives the code it waits in.
+
+struct pool_job {
+    const std::function<void()>* body = nullptr;
+    std::vector<int> fds;  // the caller's numbers, ascending, stderr included
+    private_fd_table::shared* s = nullptr;
+    bool declined = false;  // not run: the caller runs it on a thread of its own
+    std::exception_ptr error;
+};
+
+struct pool_state;
+
+struct worker {
+    pool_state* owner = nullptr;
+    std::mutex m;
+    std::condition_variable cv;
+    std::atomic<pool_job*> job{nullptr};
+    int pidfd = -1;
+    int nullfd = -1;  // /dev/null, the placeholder for 0, 1 and 2
+};
+
+constexpr std::size_t max_idle_workers = 4;
+
+struct pool_state {
+    pid_t pid = ::getpid();
+    std::mutex m;
+    std::vector<worker*> idle;
+    bool broken = false;  // pidfd_open/pidfd_getfd/kcmp refused: threads of their own from then on
+};
+// Never freed: a parked worker refers to it until the process ends. Replaced in a forked child,
+// which has none of the parent's workers (only the forking thread is copied); the parent's list
+// and its mutex (which another thread may have held at the fork) are left alone there.
+std::atomic<pool_state*> pool{nullptr};
+
+pool_state& the_pool() {
+    pool_state* p = pool.load(std::memory_order_acquire);
+    if (p == nullptr || p->pid != ::getpid()) {
+        auto* fresh = new pool_state;
+        if (pool.compare_exchange_strong(p, fresh, std::memory_order_acq_rel)) {
+            return *fresh;
+        }
+        delete fresh;  // another thread of this process was first
+        return *p;
+    }
+    return *p;
+}
+
+// close_range(2) for [first, last]; before Linux 5.9, by number up to the highest one /proc
+// lists.
+void close_numbers(unsigned first, unsigned last) noexcept {
+    if (first > last) {
+        return;
+    }
+    if (::syscall(SYS_close_range, first, last, 0U) == 0) {
+        return;
+    }
+    int highest = -1;
+    if (DIR* d = ::opendir("/proc/thread-self/fd")) {
+        const int own = ::dirfd(d);
+        while (const dirent* e = ::readdir(d)) {
+            const int fd = std::atoi(e->d_name);
+            if (e->d_name[0] != '.' && fd != own && fd > highest) {
+                highest = fd;
+            }
+        }
+        ::closedir(d);
+    }
+    for (int fd = static_cast<int>(first); fd <= highest && static_cast<unsigned>(fd) <= last; ++fd) {
+        (void)::close(fd);  // wz: ignored-error (the worker's own table being emptied; EBADF for gaps)
+    }
+}
+
+// Moves the worker's own descriptor `fd` above `floor` (a number a call asks for).
+bool move_above(int& fd, int floor) noexcept {
+    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, floor + 1);
+    if (moved < 0) {
+        return false;
+    }
+    (void)::close(fd);  // wz: ignored-error (the worker's own copy; nothing to report)
+    fd = moved;
+    return true;
+}
+
+// Everything but the worker's own two descriptors closed, /dev/null at 0, 1 and 2 (those of
+// them a call took from the caller, bit n of STDIO_TAKEN, put back).
+void empty_table(worker& w, unsigned stdio_taken = 7U) noexcept {
+    const int lo = std::min(w.pidfd, w.nullfd), hi = std::max(w.pidfd, w.nullfd);
+    close_numbers(3, static_cast<unsigned>(lo) - 1);
+    close_numbers(static_cast<unsigned>(lo) + 1, static_cast<unsigned>(hi) - 1);
+    close_numbers(static_cast<unsigned>(hi) + 1, ~0U);
+    for (int n = 0; n < 3; ++n) {
+        if ((stdio_taken & (1U << n)) != 0) {
+            (void)::dup3(w.nullfd, n, O_CLOEXEC);  // wz: ignored-error (a number below 3 is always in the table)
+        }
+    }
+}
+
+// The caller's descriptors at their numbers in the worker's table: 0, or the errno that kept
+// one from being taken (then the worker's table is emptied again).
+int take_descriptors(worker& w, const std::vector<int>& fds, unsigned& stdio_taken) noexcept {
+    const int highest = fds.empty() ? -1 : fds.back();
+    for (int* own : {&w.pidfd, &w.nullfd}) {
+        if (*own <= highest && !move_above(*own, std::max(highest, std::max(w.pidfd, w.nullfd)))) {
+            return errno;
+        }
+    }
+    for (const int n : fds) {
+        // Ascending: every number below n that is asked for is in place, so the lowest free
+        // number (where pidfd_getfd installs) is n itself or a gap that is not asked for.
+        const int got = static_cast<int>(::syscall(SYS_pidfd_getfd, w.pidfd, n, 0U));
+        if (got < 0) {
+            if (n == 2 && errno == EBADF) {
+                continue;  // the caller has no stderr: /dev/null stays
+            }
+            return errno;
+        }
+        if (got != n) {
+            const bool placed = ::dup3(got, n, O_CLOEXEC) == n;
+            const int err = errno;
+            (void)::close(got);  // wz: ignored-error (the worker's own temporary copy)
+            if (!placed) {
+                return err;
+            }
+        }
+        if (n < 3) {
+            stdio_taken |= 1U << n;
+        }
+    }
+    return 0;
+}
+
+void finish(private_fd_table::shared& s) {
+    std::lock_guard lock(s.mutex);
+    s.finished = true;
+    s.cv.notify_all();
+}
+
+// 0, or the errno that kept the job from running (declined).
+int run_job(worker& w, pool_job& job) {
+    unsigned stdio_taken = 0;
+    if (const int err = take_descriptors(w, job.fds, stdio_taken); err != 0) {
+        job.declined = true;
+        empty_table(w, stdio_taken);
+        return err;
+    }
+    try {
+        (*job.body)();
+    } catch (...) {
+        job.error = std::current_exception();
+    }
+    // Before the caller goes on: nothing of the process's stays referenced (a pipe's write end
+    // the caller closes next must be the last one).
+    empty_table(w, stdio_taken);
+    return 0;
+}
+
+void worker_main(worker* w) {
+    (void)::pthread_setname_np(::pthread_self(), "wz-table");  // wz: ignored-error (a name for ps -L only)
+    pool_state& p = *w->owner;
+    pool_job* job = w->job.exchange(nullptr, std::memory_order_acq_rel);
+    bool ready = false;
+    if (::unshare(CLONE_FILES) == 0) {
+        private_table = true;
+        close_numbers(0, ~0U);
+        w->nullfd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // 0: the table is empty
+        w->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0U));
+        // High numbers, out of the way: a body that used a descriptor of the caller's not
+        // named to run() meets EBADF, not /dev/null or the pidfd.
+        ready = w->nullfd >= 0 && w->pidfd >= 0 && (move_above(w->nullfd, 510) || move_above(w->nullfd, 2)) &&
+                (move_above(w->pidfd, 510) || move_above(w->pidfd, 2));
+        if (ready) {
+            empty_table(*w);
+        } else {
+            std::lock_guard lock(p.m);
+            p.broken = true;  // no pidfd_open (before Linux 5.3, or seccomp)
+        }
+    }
+    for (;;) {
+        if (ready) {
+            const int err = run_job(*w, *job);
+            if (err == ENOSYS || err == EPERM) {
+                std::lock_guard lock(p.m);
+                p.broken = true;  // no pidfd_getfd (before Linux 5.6, or seccomp)
+            }
+        } else {
+            job->declined = true;
+        }
+        bool keep = false;
+        if (ready) {
+            std::lock_guard lock(p.m);
+            if (!p.broken && p.idle.size() < max_idle_workers) {
+                p.idle.push_back(w);
+                keep = true;
+            }
+        }
+        finish(*job->s);  // the caller may return now; `job` is gone after this
+        if (!keep) {
+            if (w->pidfd >= 0) {
+                (void)::close(w->pidfd);  // wz: ignored-error (the worker's own; it ends)
+            }
+            if (w->nullfd >= 0) {
+                (void)::close(w->nullfd);  // wz: ignored-error (as above)
+            }
+            delete w;
+            return;
+        }
+        std::unique_lock lock(w->m);
+        w->cv.wait(lock, [w] { return w->job.load(std::memory_order_acquire) != nullptr; });
+        job = w->job.exchange(nullptr, std::memory_order_acq_rel);
+    }
+}
+
+// Whether the calling thread's descriptor table is the process's (the main thread's), the one
+// pidfd_getfd takes from.
+bool caller_table_is_the_process_s(pool_state& p) noexcept {
+    const long same = ::syscall(SYS_kcmp, ::getpid(), ::gettid(), KCMP_FILES, 0UL, 0UL);
+    if (same < 0 && (errno == ENOSYS || errno == EPERM || errno == EACCES)) {
+        std::lock_guard lock(p.m);
+        p.broken = true;  // no kcmp (CONFIG_KCMP off, or seccomp)
+    }
+    return same == 0;
+}
+
+// On the caller's thread until the body has finished: runs what the body hands to
+// on_caller().
+void serve(private_fd_table::shared& s) {
+    std::unique_lock lock(s.mutex);
+    for (;;) {
+        s.cv.wait(lock, [&] { return s.finished || (s.pending != nullptr && !s.pending_done); });
+        if (s.pending != nullptr && !s.pending_done) {
+            const std::function<void()>* fn = s.pending;
+            lock.unlock();
+            std::exception_ptr fn_error;
+            try {
+                (*fn)();
+            } catch (...) {
+                fn_error = std::current_exception();
+            }
+            lock.lock();
+            s.pending_error = fn_error;
+            s.pending_done = true;
+            s.cv.notify_all();
+            continue;
+        }
+        return;  // finished, nothing pending
+    }
+}
+
+// The body on an idle worker (or a new one): true if it ran there (its exception, if any, in
+// *error); false if it did not run, and the caller runs it on a thread of its own.
+bool run_on_worker(private_fd_table::shared& s, const std::function<void()>& body, std::span<const int> fds,
+                   std::exception_ptr* error) {
+    pool_state& p = the_pool();
+    {
+        std::lock_guard lock(p.m);
+        if (p.broken) {
+            return false;
+        }
+    }
+    if (!caller_table_is_the_process_s(p)) {
+        return false;
+    }
+    pool_job job;
+    job.body = &body;
+    job.s = &s;
+    job.fds.assign(fds.begin(), fds.end());
+    job.fds.push_back(2);  // stderr
+    std::erase_if(job.fds, [](int fd) { return fd < 0; });  // AT_FDCWD, "no descriptor"
+    std::sort(job.fds.begin(), job.fds.end());
+    job.fds.erase(std::unique(job.fds.begin(), job.fds.end()), job.fds.end());
+    worker* w = nullptr;
+    {
+        std::lock_guard lock(p.m);
+        if (!p.idle.empty()) {
+            w = p.idle.back();
+            p.idle.pop_back();
+        }
+    }
+    if (w != nullptr) {
+        std::lock_guard lock(w->m);
+        w->job.store(&job, std::memory_order_release);
+        w->cv.notify_one();
+    } else {
+        w = new worker;
+        w->owner = &p;
+        w->job.store(&job, std::memory_order_relaxed);
+        try {
+            signal_free_thread([w] { worker_main(w); }).detach();
+        } catch (const std::system_error&) {
+            delete w;
+            return false;  // the thread of its own will meet the same limit and say so
+        }
+    }
+    serve(s);
+    if (job.declined) {
+        s.finished = false;
+        return false;
+    }
+    *error = job.error;
+    return true;
+}
+
+}  // namespace
+
 bool private_fd_table::active() noexcept { return private_table; }
 
 void private_fd_table::process_takes_no_posix_locks() noexcept { in_place_always.store(true); }
 
-int private_fd_table::run(const std::function<void()>& body) {
+int private_fd_table::run(const std::function<void()>& body, std::span<const int> caller_fds) {
     if (private_table || in_place_always.load(std::memory_order_relaxed) ||
         unshare_refused.load(std::memory_order_relaxed)) {
         body();
@@ -73,6 +381,13 @@ int private_fd_table::run(const std::function<void()>& body) {
     int err = 0;
     std::exception_ptr body_error;
     s_ = &s;
+    if (run_on_worker(s, body, caller_fds, &body_error)) {
+        s_ = nullptr;
+        if (body_error) {
+            std::rethrow_exception(body_error);
+        }
+        return 0;
+    }
     std::thread t;
     try {
         t = signal_free_thread([&] {
@@ -92,39 +407,15 @@ int private_fd_table::run(const std::function<void()>& body) {
                 // then it holds a reference to every file the process had open (a caller's
                 // close would not be the last: umount busy, a pipe without EOF). These closes
                 // name the copy as the owner, so they drop no POSIX lock of the process.
-                if (::syscall(SYS_close_range, 0U, ~0U, 0U) != 0) {
-                    close_all_fallback();
-                }
+                close_numbers(0, ~0U);
             }
-            std::lock_guard lock(s.mutex);
-            s.finished = true;
-            s.cv.notify_all();
+            finish(s);
         });
     } catch (const std::system_error& e) {
         s_ = nullptr;
         return e.code().value() != 0 ? e.code().value() : EAGAIN;
     }
-    std::unique_lock lock(s.mutex);
-    for (;;) {
-        s.cv.wait(lock, [&] { return s.finished || (s.pending != nullptr && !s.pending_done); });
-        if (s.pending != nullptr && !s.pending_done) {
-            const std::function<void()>* fn = s.pending;
-            lock.unlock();
-            std::exception_ptr fn_error;
-            try {
-                (*fn)();
-            } catch (...) {
-                fn_error = std::current_exception();
-            }
-            lock.lock();
-            s.pending_error = fn_error;
-            s.pending_done = true;
-            s.cv.notify_all();
-            continue;
-        }
-        break;  // finished, nothing pending
-    }
-    lock.unlock();
+    serve(s);
     t.join();
     s_ = nullptr;
     if (err == EPERM || err == ENOSYS) {

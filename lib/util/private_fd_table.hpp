@@ -23,10 +23,14 @@
 // this existed, from the first refusal on: they work, and their closes drop the process's
 // POSIX locks on the file (libwzero(3)).
 //
-// Cost: one thread and a table copy per call (thread start, unshare and join: 0.04-0.2 ms
-// on the 2-core test VM, 0.2-0.5 ms per wz_stat() there under load), and the copy holds a
-// reference to every open file of the process until the call returns (a pipe's write end
-// closed meanwhile by another thread reaches EOF only then).
+// Cost: the body runs on a long-lived worker whose table is its own and empty between calls;
+// the caller's descriptors the call uses are taken into it at their numbers (pidfd_getfd,
+// Linux 5.6) and closed there after, so the body's code is the same as in place
+// (private_fd_table.cpp says how). Where that cannot be done (pidfd_getfd missing or refused,
+// a calling thread with a table of its own), a thread per call with a copy of the whole table,
+// as before: its start, unshare and join cost 0.04-0.2 ms on the 2-core test VM, and the copy
+// holds a reference to every open file of the process until the call returns (a pipe's write
+// end closed meanwhile by another thread reaches EOF only then).
 
 #include "util/errors.hpp"
 #include "util/unique_fd.hpp"
@@ -35,6 +39,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -52,27 +57,31 @@ public:
     // run with SIGSTOP/SIGCONT steps around its SIGTERM handler). Not for a library user.
     static void process_takes_no_posix_locks() noexcept;
 
-    // Runs `body` on a new thread with its own descriptor table (in place when active());
-    // meanwhile the calling thread runs what the body hands to on_caller(). Exceptions of
-    // `body` reach the caller. Returns 0, or the errno that kept the thread from being
-    // started or from unsharing its table (then `body` did not run).
-    int run(const std::function<void()>& body);
+    // Runs `body` on a thread with its own descriptor table (in place when active());
+    // meanwhile the calling thread runs what the body hands to on_caller(). CALLER_FDS are
+    // every descriptor of the caller's the body uses (negative numbers, AT_FDCWD among them,
+    // are skipped): they are at the same numbers in the body's table, and nothing else of
+    // the caller's is, but stderr. Exceptions of `body` reach the caller. Returns 0, or the
+    // errno that kept the thread from being started or from unsharing its table (then `body`
+    // did not run).
+    int run(const std::function<void()>& body, std::span<const int> caller_fds = {});
 
     // From the body: runs `fn` on the thread that called run() (in place when run() ran the
     // body in place) and returns once it has; an exception of `fn` is thrown here.
     void on_caller(const std::function<void()>& fn);
 
+    struct shared;  // run()'s rendezvous with the body's thread (private_fd_table.cpp)
+
 private:
-    struct shared;
     shared* s_ = nullptr;
 };
 
-// The public call `what` (for the message of a failure to start) run as above: `fn` returns
-// a status or a result<T>.
+// The public call `what` (for the message of a failure to start) run as above, with the
+// caller's descriptors CALLER_FDS: `fn` returns a status or a result<T>.
 template <class R, class Fn>
-R in_private_fd_table(std::string_view what, private_fd_table& table, Fn&& fn) {
+R in_private_fd_table(std::string_view what, private_fd_table& table, std::span<const int> caller_fds, Fn&& fn) {
     std::optional<R> out;
-    const int err = table.run([&] { out.emplace(fn()); });
+    const int err = table.run([&] { out.emplace(fn()); }, caller_fds);
     if (err != 0) {
         return make_error_msg(err, std::string(what) +
                                        ": starting a thread with its own descriptor table (unshare CLONE_FILES, "
@@ -83,9 +92,9 @@ R in_private_fd_table(std::string_view what, private_fd_table& table, Fn&& fn) {
 }
 
 template <class R, class Fn>
-R in_private_fd_table(std::string_view what, Fn&& fn) {
+R in_private_fd_table(std::string_view what, std::span<const int> caller_fds, Fn&& fn) {
     private_fd_table table;
-    return in_private_fd_table<R>(what, table, std::forward<Fn>(fn));
+    return in_private_fd_table<R>(what, table, caller_fds, std::forward<Fn>(fn));
 }
 
 // Descriptors that must outlive the call (the durable writer's) are made in the body's table
@@ -94,8 +103,9 @@ R in_private_fd_table(std::string_view what, Fn&& fn) {
 // its closes stay in the body's table.
 class fd_passage {
 public:
-    // On the caller's thread, before run(): the socket pair is then in both tables.
+    // On the caller's thread, before run(), whose caller_fds must hold sender().
     static result<fd_passage> make(std::string_view what);
+    [[nodiscard]] int sender() const noexcept { return send_.get(); }
     // From the body: FDS (of the body's table) installed in the caller's table, close-on-exec;
     // their numbers there, in order. The body's own descriptors stay open (its table's).
     result<std::vector<int>> carry(private_fd_table& table, const std::vector<int>& fds, std::string_view what);

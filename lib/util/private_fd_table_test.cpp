@@ -23,7 +23,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -115,15 +117,16 @@ TEST(private_fd_table, descriptors_opened_by_the_body_are_not_the_callers) {
     struct ::stat in_body {};
     bool reopened = false;
     private_fd_table table;
+    const int carried[] = {caller.get()};
     ASSERT_EQ(table.run([&] {
         EXPECT_TRUE(private_fd_table::active());
-        // The caller's descriptor is there under its number (the table is a copy) ...
+        // The caller's descriptor is there under its number ...
         EXPECT_EQ(::fstat(caller.get(), &in_body), 0);
         // ... and /proc/thread-self/fd reopens what this table holds.
         unique_fd r = reopen_self(caller.get(), O_RDONLY);
         reopened = static_cast<bool>(r);
-        opened = r.release();  // left open: the table goes with the thread
-    }),
+        opened = r.release();  // left open: the table is emptied after the body
+    }, carried),
               0);
     EXPECT_FALSE(private_fd_table::active());
     ASSERT_TRUE(reopened);
@@ -135,6 +138,98 @@ TEST(private_fd_table, descriptors_opened_by_the_body_are_not_the_callers) {
     } else {
         EXPECT_EQ(errno, EBADF);
     }
+}
+
+// The body's table holds the descriptors the caller names, at the same numbers (a high number
+// too), and the caller's stderr, and no other descriptor of the caller's; a descriptor the
+// caller names that the body keeps open is closed once run() returns (a pipe's write end: EOF).
+TEST(private_fd_table, the_body_sees_the_named_descriptors_at_their_numbers_and_no_other) {
+    testing::scratch_dir dir;
+    const std::string path = (dir.path() / "f").string();
+    unique_fd low(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    ASSERT_TRUE(low);
+    unique_fd high(::fcntl(low.get(), F_DUPFD_CLOEXEC, 200));
+    ASSERT_GE(high.get(), 200);
+    unique_fd other(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(other);
+    int p[2] = {-1, -1};
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+    unique_fd r(p[0]);
+    unique_fd w(p[1]);
+    struct ::stat file {}, err {};
+    ASSERT_EQ(::fstat(low.get(), &file), 0);
+    ASSERT_EQ(::fstat(2, &err), 0);
+    for (int round = 0; round < 3; ++round) {
+        bool high_same = false, err_same = false, other_open = true, pipe_open = false;
+        private_fd_table table;
+        const int carried[] = {high.get(), w.get()};
+        ASSERT_EQ(table.run([&] {
+            struct ::stat st {};
+            high_same = ::fstat(high.get(), &st) == 0 && st.st_ino == file.st_ino && st.st_dev == file.st_dev;
+            err_same = ::fstat(2, &st) == 0 && st.st_ino == err.st_ino && st.st_dev == err.st_dev;
+            // Not named: not open there, or another file under that number.
+            other_open = ::fstat(other.get(), &st) == 0 && st.st_ino == file.st_ino && st.st_dev == file.st_dev;
+            pipe_open = ::fcntl(w.get(), F_GETFD) >= 0;
+        }, carried),
+                  0);
+        EXPECT_TRUE(high_same) << "round " << round;
+        EXPECT_TRUE(err_same) << "round " << round;
+        EXPECT_FALSE(other_open) << "round " << round;
+        EXPECT_TRUE(pipe_open) << "round " << round;
+    }
+    w.reset();
+    char c = 0;
+    EXPECT_EQ(::read(r.get(), &c, 1), 0) << "no EOF: the body's table still holds the write end, errno " << errno;
+}
+
+// Calls one after another run on the same long-lived worker, not on a thread each; a call made
+// while another runs gets a worker of its own.
+TEST(private_fd_table, calls_reuse_an_idle_worker) {
+    pid_t first = 0, second = 0, nested_outer = 0, concurrent = 0;
+    private_fd_table a;
+    ASSERT_EQ(a.run([&] { first = ::gettid(); }), 0);
+    private_fd_table b;
+    ASSERT_EQ(b.run([&] { second = ::gettid(); }), 0);
+    EXPECT_NE(first, ::gettid());
+    EXPECT_EQ(first, second) << "a thread per call: the worker was not kept";
+    std::atomic<bool> started{false}, release{false};
+    std::thread t([&] {
+        private_fd_table c;
+        (void)c.run([&] {
+            nested_outer = ::gettid();
+            started = true;
+            while (!release) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        });
+    });
+    while (!started) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    private_fd_table d;
+    EXPECT_EQ(d.run([&] { concurrent = ::gettid(); }), 0);
+    release = true;
+    t.join();
+    EXPECT_NE(concurrent, 0);
+    EXPECT_NE(concurrent, nested_outer);
+}
+
+// A forked child has none of the parent's workers: its calls start their own.
+TEST(private_fd_table, a_forked_child_runs_calls_too) {
+    private_fd_table warm;
+    ASSERT_EQ(warm.run([] {}), 0);  // a worker idle in the parent
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        bool ran = false;
+        private_fd_table table;
+        const int rc = table.run([&] { ran = private_fd_table::active(); });
+        ::_exit(rc == 0 && ran ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(private_fd_table, on_caller_runs_on_the_calling_thread_and_nested_runs_in_place) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "util/write_lease.hpp"
 
+#include "util/private_fd_table.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -228,9 +230,11 @@ std::vector<file_holder> file_holders(dev_t dev, ino_t ino, int self_fd, std::si
         }
         const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
         const std::string base = fmt::format("/proc/{}", pid);
-        // This process: the calling thread's own table (it may be a private copy of the
-        // process's), less the descriptor that holds the file for the call.
-        const bool open = pid == self ? fd_dir_has("/proc/thread-self/fd", dev, ino, self_fd)
+        // This process: the calling thread's own table, less the descriptor that holds the
+        // file for the call, and, from a call's table of its own (util/private_fd_table.hpp),
+        // the process's table too, where the caller's other descriptors are.
+        const bool open = pid == self ? fd_dir_has("/proc/thread-self/fd", dev, ino, self_fd) ||
+                                            (private_fd_table::active() && fd_dir_has(base + "/fd", dev, ino, -1))
                                       : fd_dir_has(base + "/fd", dev, ino, -1);
         if (!open && !maps_have(base + "/maps", dev, ino)) {
             continue;

@@ -388,8 +388,9 @@ status writer::refresh() {
     }
     const auto read_at = writer_detail::watch_clock::now();
     // A public call: its probes' opens and closes in a table of their own, as wz::stat's.
+    const int fds[] = {w.fd.get()};
     auto caps = in_private_fd_table<result<capabilities>>(
-        fmt::format("stat {}", w.path), [&] { return record::of(w.fd.get(), w.path, stat_options{true}); });
+        fmt::format("stat {}", w.path), fds, [&] { return record::of(w.fd.get(), w.path, stat_options{true}); });
     if (!caps) {
         return caps.error();
     }
