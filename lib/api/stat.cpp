@@ -4,6 +4,7 @@
 
 #include "api/entry.hpp"
 #include "record/record.hpp"
+#include "util/cached_only.hpp"
 
 #include <wzero/wzero.hpp>
 
@@ -11,8 +12,17 @@
 
 namespace wz {
 
-// The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors).
+// The probes reopen the file (an O_DIRECT read of the alignment, the path's descriptors). A
+// record of a descriptor whose filesystem and device were asked about before comes from the
+// caches and opens nothing (statx, fstatfs, an ioctl on FD): tried in place first.
 result<capabilities> stat(int fd, const std::string& path, const stat_options& options) {
+    if (!options.refresh) {
+        cached_only::attempt in_place;
+        auto r = record::of(fd, path, options);
+        if (!in_place.missed()) {
+            return r;
+        }
+    }
     return api::entry<result<capabilities>>(fmt::format("stat {}", path), {fd},
                                             [&](private_fd_table&) { return record::of(fd, path, options); });
 }

@@ -169,6 +169,15 @@ std::vector<call> calls() {
     using wz::method_request;
     using wz::verify_mode;
     std::vector<call> v;
+    // First, before any call has probed this filesystem: wz::stat(fd) is tried in place, from
+    // the caches, and must go to its worker for what they do not hold yet (on tmpfs and btrfs,
+    // whether O_DIRECT opens: the file reopened); then again, answered in place.
+    v.push_back({"wz::stat (fd), the first call", [](int fd, const std::string& path) {
+                     return cxx_error(wz::stat(fd, path));
+                 }});
+    v.push_back({"wz::stat (fd), answered from the caches", [](int fd, const std::string& path) {
+                     return cxx_error(wz::stat(fd, path));
+                 }});
     // The C ABI.
     v.push_back({"wz_extend", [](int fd, const std::string&) {
                      const wz_zero_opts o = zero_opts(WZ_METHOD_AUTO, WZ_VERIFY_DATA);

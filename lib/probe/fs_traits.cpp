@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "probe/fs_traits.hpp"
 
+#include "util/cached_only.hpp"
+
 #include <linux/magic.h>
 
 #include <fmt/format.h>
@@ -168,6 +170,9 @@ int direct_open_errno(dev_t st_dev, bool refresh, const std::function<int()>& tr
         if (!refresh && it != learned_by_dev.end() && it->second.direct_open_errno) {
             return *it->second.direct_open_errno;
         }
+    }
+    if (cached_only::refuse()) {
+        return EAGAIN;  // not learned: the call runs again through its worker
     }
     const int err = try_open();
     std::lock_guard lock(learned_mutex);

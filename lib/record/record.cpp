@@ -15,6 +15,7 @@
 #include "probe/sysfs.hpp"
 #include "record/record.hpp"
 #include "record/write_cache.hpp"
+#include "util/cached_only.hpp"
 #include "util/errors.hpp"
 #include "util/private_fd_table.hpp"
 #include "util/privilege.hpp"
@@ -201,6 +202,9 @@ device_facts facts_of(dev_t devno, bool refresh) {
         if (it != device_cache.end() && !refresh && (it->second.device || !it->second.unknown.empty())) {
             return it->second;
         }
+    }
+    if (cached_only::refuse()) {
+        return device_facts{};  // a first probe opens the device's nodes: through the worker
     }
     device_facts facts = probe_device(devno);
     std::lock_guard lock(cache_mutex);

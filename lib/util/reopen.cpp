@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "util/reopen.hpp"
 
+#include "util/cached_only.hpp"
+
 #include "util/write_lease.hpp"
 
 #include <fcntl.h>
@@ -29,6 +31,12 @@ std::string self_fd_name(int fd) {
 unique_fd reopen_self(int fd, int flags) {
     if (fd < 0) {
         errno = EBADF;
+        return unique_fd();
+    }
+    // Answered in place from the caches (util/cached_only.hpp): its close would drop the
+    // process's POSIX locks on the file, so the call goes through its worker instead.
+    if (cached_only::refuse()) {
+        errno = EAGAIN;
         return unique_fd();
     }
     // An open of a leased file would break the lease, this thread's own open included: the
