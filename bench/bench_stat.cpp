@@ -33,44 +33,6 @@ struct stats {
     double p50_us = 0, p99_us = 0, min_us = 0;
 };
 
-stats measure(const std::string& path, bool refresh, int iterations) {
-    std::vector<double> us;
-    us.reserve(static_cast<std::size_t>(iterations));
-    wz::stat_options opt;
-    opt.refresh = refresh;
-    for (int i = 0; i < iterations; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        auto r = wz::stat(path, opt);
-        auto t1 = std::chrono::steady_clock::now();
-        if (!r) {
-            fmt::print(stderr, "wzero_bench_stat: {}\n", r.error().message);
-            std::exit(1);
-        }
-        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    }
-    std::sort(us.begin(), us.end());
-    auto at = [&](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
-    return {at(0.5), at(0.99), us.front()};
-}
-
-stats measure_write_cache(int fd, const std::string& path, std::chrono::nanoseconds max_age, int iterations) {
-    std::vector<double> us;
-    us.reserve(static_cast<std::size_t>(iterations));
-    for (int i = 0; i < iterations; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        auto r = wz::write_cache(fd, path, max_age);
-        auto t1 = std::chrono::steady_clock::now();
-        if (!r) {
-            fmt::print(stderr, "wzero_bench_stat: {}\n", r.error().message);
-            std::exit(1);
-        }
-        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    }
-    std::sort(us.begin(), us.end());
-    auto at = [&](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
-    return {at(0.5), at(0.99), us.front()};
-}
-
 template <class Fn>
 stats measure_calls(int iterations, Fn&& call) {
     std::vector<double> us;
@@ -88,6 +50,16 @@ stats measure_calls(int iterations, Fn&& call) {
     std::sort(us.begin(), us.end());
     auto at = [&](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
     return {at(0.5), at(0.99), us.front()};
+}
+
+stats measure(const std::string& path, bool refresh, int iterations) {
+    wz::stat_options opt;
+    opt.refresh = refresh;
+    return measure_calls(iterations, [&] { return wz::stat(path, opt); });
+}
+
+stats measure_write_cache(int fd, const std::string& path, std::chrono::nanoseconds max_age, int iterations) {
+    return measure_calls(iterations, [&] { return wz::write_cache(fd, path, max_age); });
 }
 
 double median_of(std::vector<stats> v, double stats::*f) {
