@@ -3,9 +3,9 @@
 
 // The one way into the library for a public call that opens files. The calls below api/ run in
 // the caller's descriptor table and on the caller's thread; a public call runs them on a
-// thread with a descriptor table of its own (util/private_fd_table.hpp: its opens and closes
-// then keep the process's POSIX record locks), and moves the caller's progress callback back
-// to the caller's thread. Public functions that open nothing (to_string, to_json, version,
+// worker thread with a descriptor table of its own (util/private_fd_table.hpp: its opens and
+// closes then keep the process's POSIX record locks), handed the caller's descriptors it names,
+// and moves the caller's progress callback back to the caller's thread. Public functions that open nothing (to_string, to_json, version,
 // current_io_engine) live with what they describe.
 
 #include "util/private_fd_table.hpp"

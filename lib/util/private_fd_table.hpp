@@ -9,28 +9,26 @@
 // open files by path, and closes those descriptors before it returns: done in the process's
 // table, each close would silently unlock a database that locks its file this way (SQLite).
 //
-// So every public call that opens a file runs on a thread of its own that first calls
-// unshare(CLONE_FILES): the thread gets a copy of the process's descriptor table (the
-// caller's descriptors keep their numbers there), everything the call opens lives only in
-// that copy, and its closes, the thread's exit included (close_files() passes the dying
-// table as the owner), name the copy as the owner, which holds no lock. Threads the call
-// starts (the psync engine's workers) and io_uring's io-wq workers share the copy. The
-// calling thread waits, and runs the callbacks the call makes (progress, extents) itself:
-// they see the process's own table, as before.
+// So every public call that opens a file runs on a thread whose descriptor table is its own
+// (unshare(CLONE_FILES)): everything the call opens lives only in that table, and its
+// closes name that table as the owner, which holds no lock. Those threads are long-lived
+// workers whose tables are empty between calls; a call names the caller's descriptors it uses,
+// and its worker takes them from the process's table at the same numbers (pidfd_getfd,
+// Linux 5.6), so the body's code is the same as in place, and closes them before the caller
+// goes on (private_fd_table.cpp says how). Threads the call starts (the psync engine's
+// workers) and io_uring's io-wq workers share the worker's table. The calling thread waits,
+// and runs the callbacks the call makes (progress, extents) itself: they see the process's
+// own table, as before.
 //
+// Where a worker cannot take the descriptors (pidfd_getfd missing or refused, a calling thread
+// with a table of its own, a descriptor that is not open), the call runs on a thread of its
+// own with a copy of the whole table: its start, unshare and join cost 0.04-0.2 ms on the
+// 2-core test VM, and the copy holds a reference to every open file of the process until the
+// call returns (a pipe's write end closed meanwhile by another thread reaches EOF only then).
 // Where unshare(CLONE_FILES) is refused (EPERM: a seccomp profile such as Docker's default,
 // which allows unshare only with CAP_SYS_ADMIN; ENOSYS), the calls run in place, as before
 // this existed, from the first refusal on: they work, and their closes drop the process's
 // POSIX locks on the file (libwzero(3)).
-//
-// Cost: the body runs on a long-lived worker whose table is its own and empty between calls;
-// the caller's descriptors the call uses are taken into it at their numbers (pidfd_getfd,
-// Linux 5.6) and closed there after, so the body's code is the same as in place
-// (private_fd_table.cpp says how). Where that cannot be done (pidfd_getfd missing or refused,
-// a calling thread with a table of its own), a thread per call with a copy of the whole table,
-// as before: its start, unshare and join cost 0.04-0.2 ms on the 2-core test VM, and the copy
-// holds a reference to every open file of the process until the call returns (a pipe's write
-// end closed meanwhile by another thread reaches EOF only then).
 
 #include "util/errors.hpp"
 #include "util/unique_fd.hpp"
