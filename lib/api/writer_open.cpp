@@ -26,7 +26,7 @@ namespace {
 status adopt_in_caller(writer::impl& w, private_fd_table& table, fd_passage& passage) {
     std::vector<unique_fd*> slots;
     std::vector<int> fds;
-    for (unique_fd* f : {&w.origin, &w.fd, &w.char_fd}) {
+    for (unique_fd* f : {&w.origin, &w.fd, &w.passthrough_fd}) {
         if (*f) {
             slots.push_back(f);
             fds.push_back(f->get());

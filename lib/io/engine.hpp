@@ -84,10 +84,11 @@ struct io_outcome {
 result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn& progress, const rate_limit& rate,
                                 io_outcome* partial = nullptr);
 
-// NVMe Write Zeroes through the namespace's generic char device (/dev/ngXnY).
+// NVMe Write Zeroes through the namespace's passthrough device: its generic char device
+// (/dev/ngXnY) or, where there is none, its block device (nvme_info::passthrough_device).
 struct nvme_target {
-    int char_fd = -1;  // opened O_RDWR (without CAP_SYS_ADMIN the kernel wants a writable fd)
-    std::string char_path;
+    int dev_fd = -1;  // opened O_RDWR (without CAP_SYS_ADMIN the kernel wants a writable fd)
+    std::string dev_path;
     std::uint32_t nsid = 0;
     std::uint32_t lba_bytes = 512;
     // Under a rate a DEAC command is cut only at multiples of this many blocks from its start:

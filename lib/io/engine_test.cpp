@@ -662,7 +662,7 @@ TEST_P(nvme_args_test, invalid_target_is_einval) {
     t.deac_unit_lba = 0;
     EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr, rate_limit{}).error().code, std::errc::invalid_argument);
     t = target_;
-    t.char_fd = -1;
+    t.dev_fd = -1;
     EXPECT_EQ(nvme_write_zeroes(t, {&cmd, 1}, 1, nullptr, rate_limit{}).error().code, std::errc::bad_file_descriptor);
 }
 

@@ -8,10 +8,10 @@
 
 namespace wz::io {
 
-void nvme_fua_writer::bind(const unique_fd& char_fd, std::string char_path, std::uint32_t nsid,
+void nvme_fua_writer::bind(const unique_fd& dev_fd, std::string dev_path, std::uint32_t nsid,
                            std::uint32_t lba_bytes, std::uint64_t partition_start, std::uint64_t max_transfer) {
-    char_fd_ = &char_fd;
-    char_path_ = std::move(char_path);
+    dev_fd_ = &dev_fd;
+    dev_path_ = std::move(dev_path);
     nsid_ = nsid;
     lba_bytes_ = lba_bytes;
     partition_start_ = partition_start;
@@ -26,7 +26,7 @@ std::uint64_t nvme_fua_writer::command_bytes() const {
 }
 
 std::string nvme_fua_writer::what(std::uint64_t slba, std::uint64_t nlb, const char* route) const {
-    return fmt::format("NVMe Write (FUA) {} [nsid {}, slba {}, nlb {}] ({})", char_path_, nsid_, slba,
+    return fmt::format("NVMe Write (FUA) {} [nsid {}, slba {}, nlb {}] ({})", dev_path_, nsid_, slba,
                        nlb, route);
 }
 
@@ -79,7 +79,7 @@ status nvme_fua_writer::write(const void* buf, std::size_t len, std::uint64_t of
         uring_cmd_missing_ = true;
         (void)fall_back_to_psync(  // wz: ignored-error (the ioctl either way; the engine records why)
             setup_errno,
-            fmt::format("writer {}: io_uring setup ({} entries, SQE128|CQE32)", char_path_, ring_entries));
+            fmt::format("writer {}: io_uring setup ({} entries, SQE128|CQE32)", dev_path_, ring_entries));
         return write_ioctl(buf, len, off);
     }
     struct part_t {
@@ -108,7 +108,7 @@ status nvme_fua_writer::write(const void* buf, std::size_t len, std::uint64_t of
                 const int rc = detail::submit(ring);
                 if (rc < 0 || (rc == 0 && submitted == reaped)) {
                     // Refused, with nothing in flight whose completion would make room.
-                    failure = make_error_range("io_uring submit (NVMe Write FUA)", char_path_, off, len,
+                    failure = make_error_range("io_uring submit (NVMe Write FUA)", dev_path_, off, len,
                                                rc < 0 ? -rc : EBUSY);
                 } else {
                     submitted += static_cast<std::size_t>(rc);
@@ -117,7 +117,7 @@ status nvme_fua_writer::write(const void* buf, std::size_t len, std::uint64_t of
             if (reaped < submitted) {
                 if (int rc = detail::wait_one(ring, std::nullopt); rc < 0) {
                     // The ring cannot tell us about the rest: its teardown (r) cancels them.
-                    return make_error_range("io_uring wait (NVMe Write FUA)", char_path_, off, len, -rc);
+                    return make_error_range("io_uring wait (NVMe Write FUA)", dev_path_, off, len, -rc);
                 }
                 reaped += detail::drain_ready(
                     ring, [&](const io_uring_cqe& cqe) { parts[io_uring_cqe_get_data64(&cqe)].rc = cqe.res; });

@@ -31,13 +31,14 @@ public:
     // Entries of each pooled ring: the most commands of one write in flight at once.
     static constexpr unsigned ring_entries = 16;
 
-    // The namespace: CHAR_FD (its char device CHAR_PATH, opened O_RDWR; read at every call, so
-    // the owner may replace the descriptor, and must keep the object alive), NSID and
+    // The namespace: DEV_FD (its passthrough device DEV_PATH, the char device or the block
+    // device; read at every call, so the owner may replace the descriptor, and must keep the
+    // object alive), NSID and
     // LBA_BYTES, PARTITION_START (bytes added to every offset: a partition's start on the
     // namespace), MAX_TRANSFER (the device's transfer limit in bytes, as the kernel applies it
     // to passthrough; 0: 128 KiB). The pooled rings and what was learnt of the routes stay
     // across binds.
-    void bind(const unique_fd& char_fd, std::string char_path, std::uint32_t nsid, std::uint32_t lba_bytes,
+    void bind(const unique_fd& dev_fd, std::string dev_path, std::uint32_t nsid, std::uint32_t lba_bytes,
               std::uint64_t partition_start, std::uint64_t max_transfer);
 
     // [OFF, OFF + LEN) from BUF as NVMe Writes with FUA, all completed when this returns (the
@@ -74,17 +75,17 @@ public:
     // reports its commands here too.
     [[nodiscard]] std::optional<passthrough_path> last_route() const noexcept { return last_route_; }
     void note_route(passthrough_path p) noexcept { last_route_ = p; }
-    [[nodiscard]] const std::string& char_path() const noexcept { return char_path_; }
+    [[nodiscard]] const std::string& dev_path() const noexcept { return dev_path_; }
 
 private:
     std::unique_ptr<detail::ring> acquire(int& setup_errno);
     void release(std::unique_ptr<detail::ring> r);
     [[nodiscard]] std::string what(std::uint64_t slba, std::uint64_t nlb, const char* route) const;
 
-    [[nodiscard]] int fd() const noexcept { return char_fd_ != nullptr ? char_fd_->get() : -1; }
+    [[nodiscard]] int fd() const noexcept { return dev_fd_ != nullptr ? dev_fd_->get() : -1; }
 
-    const unique_fd* char_fd_ = nullptr;
-    std::string char_path_;
+    const unique_fd* dev_fd_ = nullptr;
+    std::string dev_path_;
     std::uint32_t nsid_ = 0, lba_bytes_ = 512;
     std::uint64_t partition_start_ = 0;
     std::uint64_t max_transfer_ = 0;

@@ -229,7 +229,7 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
         return 0;  // cancelled while the rate held it back: nothing sent
     }
     first_paid_ = true;
-    prep_uring_command(io_uring_get_sqe(r), t_.char_fd, write_zeroes_words(t_, first.cmd), 0);
+    prep_uring_command(io_uring_get_sqe(r), t_.dev_fd, write_zeroes_words(t_, first.cmd), 0);
     if (int rc = detail::submit(r); rc != 1) {
         return rc < 0 ? rc : -EBUSY;
     }
@@ -258,7 +258,7 @@ int nvme_zeroer::run_uring(unsigned depth, std::string& missing_why) {
             if ((token_wait = pacer_.take(p.bytes(t_.lba_bytes)))) {
                 break;
             }
-            prep_uring_command(io_uring_get_sqe(r), t_.char_fd, write_zeroes_words(t_, p.cmd), occupy(p));
+            prep_uring_command(io_uring_get_sqe(r), t_.dev_fd, write_zeroes_words(t_, p.cmd), occupy(p));
             hand_out(p);
         }
         if (io_uring_sq_ready(r) > 0) {
@@ -311,13 +311,13 @@ void nvme_zeroer::run_ioctl() {
             break;
         }
         hand_out(p);
-        finished(p, ioctl_command(t_.char_fd, write_zeroes_words(t_, p.cmd)));
+        finished(p, ioctl_command(t_.dev_fd, write_zeroes_words(t_, p.cmd)));
         (void)report_progress();  // wz: ignored-result (the loop reads stop_ through more())
     }
 }
 
 status nvme_zeroer::run_pool(unsigned threads) {
-    worker_pool pool(threads, fmt::format("nvme write zeroes {}", t_.char_path));
+    worker_pool pool(threads, fmt::format("nvme write zeroes {}", t_.dev_path));
     if (auto s = pool.start(threads); !s.ok()) {
         return s;
     }
@@ -329,7 +329,7 @@ status nvme_zeroer::run_pool(unsigned threads) {
     auto issue = [&](const piece& p) {
         const command_words w = write_zeroes_words(t_, p.cmd);
         // Cannot fail: no more commands in flight than threads, started above.
-        (void)pool.submit(occupy(p), [fd = t_.char_fd, w]() -> std::int64_t {  // wz: ignored-result (see above)
+        (void)pool.submit(occupy(p), [fd = t_.dev_fd, w]() -> std::int64_t {  // wz: ignored-result (see above)
             return ioctl_command(fd, w);
         });
         hand_out(p);
@@ -381,16 +381,16 @@ result<io_outcome> nvme_zeroer::finish(io_outcome& out, passthrough_path path) {
     if (failure_) {
         const auto& [p, rc] = *failure_;
         return error_info{code_of(rc), fmt::format("nvme write zeroes {} [nsid {}, SLBA {}, NLB {}, DEAC {}] ({}): {}",
-                                                   t_.char_path, t_.nsid, p.cmd.slba, p.cmd.nlb, p.cmd.deac ? 1 : 0,
+                                                   t_.dev_path, t_.nsid, p.cmd.slba, p.cmd.nlb, p.cmd.deac ? 1 : 0,
                                                    to_string(path), describe(rc))};
     }
     if (ring_errno_ != 0) {
-        return make_error_msg(ring_errno_, fmt::format("nvme write zeroes {} ({}): io_uring: {}", t_.char_path,
+        return make_error_msg(ring_errno_, fmt::format("nvme write zeroes {} ({}): io_uring: {}", t_.dev_path,
                                                        to_string(path), errno_text(ring_errno_)));
     }
     if (cancelled_) {
         return make_error_msg(ECANCELED, fmt::format("nvme write zeroes {}: cancelled after {} of {} bytes",
-                                                     t_.char_path, prefix_bytes_, total_bytes_));
+                                                     t_.dev_path, prefix_bytes_, total_bytes_));
     }
     return out;
 }
@@ -408,11 +408,11 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
         return r;
     };
     auto invalid = [&](std::string why) {
-        return finish(make_error_msg(EINVAL, fmt::format("nvme write zeroes {}: {} ({})", t.char_path,
+        return finish(make_error_msg(EINVAL, fmt::format("nvme write zeroes {}: {} ({})", t.dev_path,
                                                          errno_text(EINVAL), why)));
     };
-    if (t.char_fd < 0) {
-        return finish(make_error("nvme write zeroes", t.char_path, EBADF));
+    if (t.dev_fd < 0) {
+        return finish(make_error("nvme write zeroes", t.dev_path, EBADF));
     }
     if (t.nsid == 0 || t.nsid == NVME_NSID_ALL) {
         return invalid(fmt::format("nsid {} names no single namespace", t.nsid));
@@ -461,7 +461,7 @@ result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::sp
             if (used != nullptr) {
                 *used = passthrough_path::uring_cmd;
             }
-            return make_error_msg(-rc, fmt::format("nvme write zeroes {} (uring_cmd): io_uring: {}", t.char_path,
+            return make_error_msg(-rc, fmt::format("nvme write zeroes {} (uring_cmd): io_uring: {}", t.dev_path,
                                                    errno_text(-rc)));
         }
         if (rc == 0) {
@@ -469,7 +469,7 @@ result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::sp
         } else if (choice == passthrough_choice::uring_cmd) {
             return make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not "
                                                           "supported here ({})",
-                                                          t.char_path, missing_why));
+                                                          t.dev_path, missing_why));
         }
     }
     if (path == passthrough_path::ioctl) {
@@ -489,7 +489,7 @@ result<io_outcome> psync_engine::nvme_write_zeroes(const nvme_target& t, std::sp
     if (choice == passthrough_choice::uring_cmd) {
         return make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not supported here "
                                                       "(I/O engine psync: {})",
-                                                      t.char_path, current_io_engine().reason));
+                                                      t.dev_path, current_io_engine().reason));
     }
     nvme_zeroer zeroer(t, cmds, progress, rate);
     const auto threads =
@@ -504,14 +504,14 @@ result<io_outcome> psync_engine::nvme_write_zeroes(const nvme_target& t, std::sp
 }
 
 status nvme_flush(const nvme_target& t) {
-    if (t.char_fd < 0) {
-        return make_error("nvme flush", t.char_path, EBADF);
+    if (t.dev_fd < 0) {
+        return make_error("nvme flush", t.dev_path, EBADF);
     }
-    const int rc = ioctl_command(t.char_fd, detail::flush_words(t.nsid));
+    const int rc = ioctl_command(t.dev_fd, detail::flush_words(t.nsid));
     if (rc == 0) {
         return {};
     }
-    return error_info{code_of(rc), fmt::format("nvme flush {} [nsid {}]: {}", t.char_path, t.nsid, describe(rc))};
+    return error_info{code_of(rc), fmt::format("nvme flush {} [nsid {}]: {}", t.dev_path, t.nsid, describe(rc))};
 }
 
 namespace detail {

@@ -48,16 +48,16 @@ int main(int argc, char** argv) {
         return usage();
     }
     nvme_target t;
-    t.char_path = std::string(args[0]);
+    t.dev_path = std::string(args[0]);
     if (!parse(args[1], t.nsid) || (!flush && !parse(args[2], t.lba_bytes))) {
         return usage();
     }
-    const int fd = ::open(t.char_path.c_str(), O_RDWR | O_CLOEXEC);
+    const int fd = ::open(t.dev_path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        fmt::print(stderr, "open {}: {}\n", t.char_path, std::strerror(errno));
+        fmt::print(stderr, "open {}: {}\n", t.dev_path, std::strerror(errno));
         return 1;
     }
-    t.char_fd = fd;
+    t.dev_fd = fd;
     if (flush) {
         auto st = nvme_flush(t);
         if (!st.ok()) {

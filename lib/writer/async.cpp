@@ -116,7 +116,7 @@ status uring_path::queue(std::uint32_t slot) {
                                                                                     w_.path, op.offset, op.len, EBUSY);
                                       return false;
                                   }
-                                  io::detail::prep_uring_command(sqe, w_.char_fd.get(), words, slot);
+                                  io::detail::prep_uring_command(sqe, w_.passthrough_fd.get(), words, slot);
                                   ++op.parts_left;
                                   return true;
                               });
@@ -275,7 +275,8 @@ status uring_path::maybe_flush() {
     }
     w_.flushes++;
     if (w_.nvme_flush && sqe128_) {
-        io::detail::prep_uring_command(sqe, w_.char_fd.get(), io::detail::flush_words(w_.caps.nvme->nsid), flush_tag);
+        io::detail::prep_uring_command(sqe, w_.passthrough_fd.get(), io::detail::flush_words(w_.caps.nvme->nsid),
+                                       flush_tag);
     } else {
         io_uring_prep_fsync(sqe, w_.fd.get(), IORING_FSYNC_DATASYNC);
         io_uring_sqe_set_data64(sqe, flush_tag);

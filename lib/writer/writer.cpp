@@ -98,8 +98,8 @@ status writer::impl::open_fds() {
         if (!c) {
             return make_error("open", caps.nvme->char_device, errno);
         }
-        char_fd = std::move(c);
-        fua_io.bind(char_fd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes,
+        passthrough_fd = std::move(c);
+        fua_io.bind(passthrough_fd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes,
                     caps.device ? caps.device->partition_start_bytes : 0,
                     caps.device ? caps.device->max_hw_transfer_bytes : 0);
     }
@@ -108,8 +108,8 @@ status writer::impl::open_fds() {
 
 status writer::impl::flush_now() {
     flushes++;
-    if (nvme_flush && char_fd) {
-        io::nvme_target t{char_fd.get(), caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+    if (nvme_flush && passthrough_fd) {
+        io::nvme_target t{passthrough_fd.get(), caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
         return io::nvme_flush(t);
     }
     if (::fdatasync(fd.get()) != 0) {
@@ -416,7 +416,7 @@ status writer::refresh() {
             w.retired.push_back(std::move(w.fd));
         }
         w.fd.reset();
-        w.char_fd.reset();
+        w.passthrough_fd.reset();
         return w.open_fds();
     }
     return {};
@@ -441,7 +441,7 @@ status writer::close() {
         }
     }
     p_->reset_async();
-    if (int rc = p_->char_fd.close(); rc != 0 && e.ok()) {
+    if (int rc = p_->passthrough_fd.close(); rc != 0 && e.ok()) {
         e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
     }
     if (int rc = p_->fd.close(); rc != 0 && e.ok()) {

@@ -155,7 +155,7 @@ struct writer::impl {
     std::string reason;  // choose_mode's; what reason() returns is published_reason
     std::uint32_t mem_align = 4096, offset_align = 4096;
     unique_fd fd;        // O_RDWR | O_DIRECT (| O_DSYNC in dsync mode)
-    unique_fd char_fd;   // raw namespace: NVMe Write with FUA, NVMe Flush
+    unique_fd passthrough_fd;  // raw namespace: NVMe Write with FUA, NVMe Flush
     // A raw NVMe namespace with FUA and passthrough: mode fua sends NVMe Writes with FUA (else
     // RWF_DSYNC on a file). Set whatever the mode, so that a move to fua can use it.
     bool nvme_fua = false;
@@ -164,7 +164,7 @@ struct writer::impl {
     // (writer_detail::lone_writes). Not on a block device, where RWF_DSYNC is a FUA write and a
     // flush after it (two flushes on a queue without FUA) against flush mode's one.
     bool alone_as_dsync = false;
-    // NVMe Writes with FUA and the routes the namespace takes (bound to char_fd by open_fds).
+    // NVMe Writes with FUA and the routes the namespace takes (bound to passthrough_fd by open_fds).
     io::nvme_fua_writer fua_io;
 
     writer_detail::shared_flush commit;  // the synchronous path's group commit

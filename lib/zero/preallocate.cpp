@@ -86,7 +86,7 @@ private:
     status check_free_space(const capabilities& caps);
     void cut_back(std::uint64_t size_before);
     result<int> direct_fd();
-    result<int> char_fd(const capabilities& caps);
+    result<int> passthrough_fd(const capabilities& caps);
     // Stop at the next command boundary: the caller cancelled, or another process asked for
     // the file this run holds a lease on (it waits until the run lets go).
     bool cancelled() const {
@@ -152,7 +152,7 @@ private:
     // again (io::paced_piece_bytes); 0 without one.
     std::uint64_t piece_;
     unique_fd direct_;
-    unique_fd char_;
+    unique_fd passthrough_;
     unique_fd reader_;
     bool used_nvme_ = false;
     unsigned queue_depth_ = 32;
@@ -179,14 +179,14 @@ result<int> runner::direct_fd() {
     return direct_.get();
 }
 
-result<int> runner::char_fd(const capabilities& caps) {
-    if (!char_) {
-        char_.reset(::open(caps.nvme->char_device.c_str(), O_RDWR | O_CLOEXEC));
-        if (!char_) {
+result<int> runner::passthrough_fd(const capabilities& caps) {
+    if (!passthrough_) {
+        passthrough_.reset(::open(caps.nvme->char_device.c_str(), O_RDWR | O_CLOEXEC));
+        if (!passthrough_) {
             return make_error("open", caps.nvme->char_device, errno);
         }
     }
-    return char_.get();
+    return passthrough_.get();
 }
 
 status runner::run_writes(const plan::operation& op) {
@@ -243,7 +243,7 @@ status runner::run_writes(const plan::operation& op) {
 }
 
 status runner::run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops) {
-    auto cfd = char_fd(caps);
+    auto cfd = passthrough_fd(caps);
     if (!cfd) {
         return cfd.error();
     }
@@ -818,8 +818,8 @@ status runner::run() {
             // The flush that makes the range durable failed: the range is named, as a failed
             // write names its own.
             e = make_error_range("fdatasync", path_, offset_, length_, errno);
-        } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && char_) {
-            io::nvme_target t{char_.get(), caps->nvme->char_device, caps->nvme->nsid, caps->nvme->lba_bytes};
+        } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && passthrough_) {
+            io::nvme_target t{passthrough_.get(), caps->nvme->char_device, caps->nvme->nsid, caps->nvme->lba_bytes};
             e = io::nvme_flush(t);
             rep_.flushed = e.ok();
             if (!e.ok()) {
