@@ -206,12 +206,23 @@ struct write_zeroes_info {
     std::optional<std::uint64_t> unmap_max_hw_bytes;
 };
 
+// Where NVMe I/O commands (Write Zeroes, Flush, Write with FUA) go: the namespace's generic
+// char device (/dev/ngXnY, Linux 5.13+: io_uring uring_cmd or the NVME_IOCTL_IO_CMD ioctl),
+// else its block device (the same ioctl, no uring_cmd: Linux 5.10 to 5.12, or a container
+// given only /dev/nvmeXnY), else none.
+enum class passthrough_route { none, char_device, block_device };
+// "none" / "char_device" / "block_device"
+[[nodiscard]] const char* to_string(passthrough_route r) noexcept;
+
 // Decoded NVMe Identify data for the namespace under the file (NVMe base spec 2.x,
 // NVM command set spec 1.x). Raw fields are kept next to their decoding.
 struct nvme_info {
     std::string controller;            // /dev/nvme0
     std::string namespace_device;      // /dev/nvme0n1
     std::string char_device;           // /dev/ng0n1 (empty when the kernel has none: < 5.13)
+    passthrough_route passthrough = passthrough_route::none;
+    std::string passthrough_device;    // char_device or namespace_device, as passthrough says
+    std::string passthrough_reason;    // why that route (or why none)
     std::uint32_t nsid = 0;
     std::string model, serial, firmware, transport;
     std::uint64_t partition_start_lba = 0;

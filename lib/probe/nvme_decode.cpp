@@ -3,6 +3,8 @@
 
 #include "probe/sysfs.hpp"
 
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -153,6 +155,27 @@ std::string generic_char_name(const std::string& ns_name) {
         return {};
     }
     return "ng" + ns_name.substr(4);
+}
+
+void set_passthrough_route(nvme_info& n, const std::string& char_name, bool block_node) {
+    if (!n.char_device.empty()) {
+        n.passthrough = passthrough_route::char_device;
+        n.passthrough_device = n.char_device;
+        n.passthrough_reason = fmt::format("the generic char device {}: io_uring uring_cmd (Linux 5.19+), else "
+                                           "NVME_IOCTL_IO_CMD",
+                                           n.char_device);
+    } else if (block_node) {
+        n.passthrough = passthrough_route::block_device;
+        n.passthrough_device = n.namespace_device;
+        n.passthrough_reason = fmt::format("no /dev/{} (the generic char device needs Linux 5.13): "
+                                           "NVME_IOCTL_IO_CMD on the namespace's block device {}, no uring_cmd",
+                                           char_name, n.namespace_device);
+    } else {
+        n.passthrough = passthrough_route::none;
+        n.passthrough_device.clear();
+        n.passthrough_reason =
+            fmt::format("neither /dev/{} nor {} is a device node here", char_name, n.namespace_device);
+    }
 }
 
 }  // namespace wz::probe::nvme

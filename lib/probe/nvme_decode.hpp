@@ -97,4 +97,10 @@ std::string generic_char_name(const std::string& ns_name);
 // "nvme0n1" -> "nvme0".
 std::string controller_name(const std::string& ns_name);
 
+// Sets N's passthrough route, device and reason from what exists: N.char_device (empty: no
+// generic char device, whose name would be CHAR_NAME) is preferred, being the one uring_cmd
+// takes; else N.namespace_device when BLOCK_NODE (it is a block device node here), which
+// takes the same NVME_IOCTL_IO_CMD on every kernel; else none.
+void set_passthrough_route(nvme_info& n, const std::string& char_name, bool block_node);
+
 }  // namespace wz::probe::nvme

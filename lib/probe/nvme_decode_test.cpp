@@ -223,6 +223,33 @@ TEST(Names, ControllerAndCharDevice) {
     EXPECT_EQ(generic_char_name("nvme0"), "");
 }
 
+TEST(Names, PassthroughRoute) {
+    nvme_info n;
+    n.namespace_device = "/dev/nvme0n1";
+    n.char_device = "/dev/ng0n1";
+    set_passthrough_route(n, "ng0n1", true);
+    EXPECT_EQ(n.passthrough, passthrough_route::char_device);
+    EXPECT_EQ(n.passthrough_device, "/dev/ng0n1");
+    EXPECT_NE(n.passthrough_reason.find("uring_cmd"), std::string::npos) << n.passthrough_reason;
+
+    n.char_device.clear();  // Linux 5.10 to 5.12: no /dev/ngXnY
+    set_passthrough_route(n, "ng0n1", true);
+    EXPECT_EQ(n.passthrough, passthrough_route::block_device);
+    EXPECT_EQ(n.passthrough_device, "/dev/nvme0n1");
+    EXPECT_NE(n.passthrough_reason.find("no /dev/ng0n1 (the generic char device needs Linux 5.13)"),
+              std::string::npos)
+        << n.passthrough_reason;
+    EXPECT_NE(n.passthrough_reason.find("NVME_IOCTL_IO_CMD on the namespace's block device /dev/nvme0n1"),
+              std::string::npos)
+        << n.passthrough_reason;
+
+    set_passthrough_route(n, "ng0n1", false);
+    EXPECT_EQ(n.passthrough, passthrough_route::none);
+    EXPECT_EQ(n.passthrough_device, "");
+    EXPECT_EQ(n.passthrough_reason, "neither /dev/ng0n1 nor /dev/nvme0n1 is a device node here");
+    EXPECT_STREQ(to_string(passthrough_route::block_device), "block_device");
+}
+
 // Pages recorded with `nvme id-ns -b` / `nvme id-ctrl -b` inside the VM rig
 // (fstests/vm/run), stored as hexdump -v -e '16/1 "%02x " "\n"'.
 identify_page load_hex(const std::string& name) {

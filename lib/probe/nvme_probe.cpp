@@ -116,6 +116,9 @@ void probe_namespace(const sysfs::tree& sys, const sysfs::block_node& node, cons
         unknown["nvme.char_device"] =
             fmt::format("/dev/{} does not exist (the generic char device needs Linux 5.13)", ng);
     }
+    const bool block_node = sys.root() != "/sys" || (::stat(out.namespace_device.c_str(), &st) == 0 &&
+                                                     S_ISBLK(st.st_mode));
+    set_passthrough_route(out, ng, block_node);
 
     auto set_all_unknown = [&](const std::string& why) {
         for (const char* k : {"nvme.oncs", "nvme.dlfeat", "nvme.deac", "nvme.npdg_bytes", "nvme.npda_bytes",

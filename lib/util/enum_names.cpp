@@ -32,6 +32,15 @@ const char* to_string(cache_mode m) noexcept {
     return m == cache_mode::write_back ? "write-back" : "write-through";
 }
 
+const char* to_string(passthrough_route r) noexcept {
+    switch (r) {
+    case passthrough_route::none: return "none";
+    case passthrough_route::char_device: return "char_device";
+    case passthrough_route::block_device: return "block_device";
+    }
+    return "?";
+}
+
 const char* to_string(durability_mode m) noexcept {
     switch (m) {
     case durability_mode::automatic: return "auto";
