@@ -87,7 +87,7 @@ result<io_outcome> write_zeroes(const zero_write_request& req, const progress_fn
 // NVMe Write Zeroes through the namespace's passthrough device: its generic char device
 // (/dev/ngXnY) or, where there is none, its block device (nvme_info::passthrough_device).
 struct nvme_target {
-    int dev_fd = -1;  // opened O_RDWR (without CAP_SYS_ADMIN the kernel wants a writable fd)
+    int dev_fd = -1;  // from open_passthrough (util/privilege.hpp)
     std::string dev_path;
     std::uint32_t nsid = 0;
     std::uint32_t lba_bytes = 512;
@@ -95,6 +95,9 @@ struct nvme_target {
     // the deallocation granularity's and alignment's least common multiple, so that every
     // piece is aligned and whole granules as the command was. 1: no such geometry.
     std::uint32_t deac_unit_lba = 1;
+    // dev_path is the namespace's block device (no generic char device): NVME_IOCTL_IO_CMD
+    // only, uring_cmd being the char device's.
+    bool block_device = false;
 };
 
 struct nvme_zero_cmd {
@@ -118,7 +121,8 @@ enum class passthrough_choice { automatic, uring_cmd, ioctl };
 // sysctl), when the opcode probe lacks URING_CMD, or when the first command (sent alone;
 // under a rate, its first piece) fails with EOPNOTSUPP or EINVAL; automatic then sends every
 // command, that first one included, with NVME_IOCTL_IO_CMD one at a time. `*used` records
-// the path of every command.
+// the path of every command. A target on the block device (nvme_target::block_device) takes
+// the ioctl whatever the engine, and passthrough_choice::uring_cmd is EOPNOTSUPP for it.
 // psync: NVME_IOCTL_IO_CMD from the thread pool, the first command alone, then up to
 // min(queue_depth, 8) in flight; passthrough_choice::uring_cmd is EOPNOTSUPP ("not
 // supported") naming the engine and why.

@@ -700,6 +700,35 @@ TEST_P(nvme_args_test, missing_uring_cmd_falls_back_to_ioctl_and_says_so) {
     EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation);
 }
 
+// The namespace's block device (no generic char device): the ioctl on either engine, and a
+// forced uring_cmd is refused before anything is sent, naming why.
+TEST_P(nvme_args_test, block_device_takes_the_ioctl_only) {
+    const nvme_zero_cmd cmds[] = {{100, 8, true}, {108, 8, true}};
+    nvme_target t = target_;
+    t.dev_path = "/dev/nvme9n1";
+    t.block_device = true;
+    auto used = passthrough_path::uring_cmd;
+    io_outcome partial;
+    auto res = nvme_write_zeroes(t, cmds, 4, nullptr, rate_limit{}, &used, passthrough_choice::automatic, &partial);
+    ASSERT_FALSE(res);
+    EXPECT_EQ(used, passthrough_path::ioctl);
+    EXPECT_EQ(res.error().code, std::errc::inappropriate_io_control_operation) << res.error().message;
+    EXPECT_NE(res.error().message.find("/dev/nvme9n1 [nsid 1, SLBA 100, NLB 8, DEAC 1] (ioctl)"), std::string::npos)
+        << res.error().message;
+    EXPECT_EQ(partial.commands, 1U);
+
+    used = passthrough_path::ioctl;
+    partial = io_outcome{};
+    res = nvme_write_zeroes(t, cmds, 4, nullptr, rate_limit{}, &used, passthrough_choice::uring_cmd, &partial);
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.error().code, std::errc::operation_not_supported) << res.error().message;
+    EXPECT_NE(res.error().message.find("/dev/nvme9n1: io_uring passthrough not supported here (uring_cmd needs the "
+                                       "namespace's generic char device; this is its block device)"),
+              std::string::npos)
+        << res.error().message;
+    EXPECT_EQ(partial.commands, 0U);
+}
+
 // Under a rate a command goes as pieces: what reaches the device (here the ioctl, which fails
 // at once with ENOTTY) is the first piece, and the error names it. 1.5 MiB/s gives pieces of
 // 64 KiB, 128 blocks; a DEAC command is cut in whole units (48 blocks: 96 a piece). Without a

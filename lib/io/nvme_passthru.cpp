@@ -435,6 +435,12 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
     if (cmds.empty()) {
         return finish(out);  // nothing sent: *used is left as it was
     }
+    if (t.block_device && choice == passthrough_choice::uring_cmd) {
+        return finish(make_error_msg(EOPNOTSUPP, fmt::format("nvme write zeroes {}: io_uring passthrough not "
+                                                             "supported here (uring_cmd needs the namespace's "
+                                                             "generic char device; this is its block device)",
+                                                             t.dev_path)));
+    }
 
     return finish(engine_for(current_io_engine().engine)
                       .nvme_write_zeroes(t, cmds, queue_depth, progress, rate, used, choice, out));
@@ -447,7 +453,7 @@ result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::sp
     out.engine = io_engine::io_uring;
     nvme_zeroer zeroer(t, cmds, progress, rate);
     passthrough_path path = passthrough_path::ioctl;
-    if (choice != passthrough_choice::ioctl) {
+    if (choice != passthrough_choice::ioctl && !t.block_device) {
         std::string missing_why;
         const auto depth = static_cast<unsigned>(std::min<std::uint64_t>({queue_depth, 4096U, zeroer.pieces()}));
         int rc = zeroer.run_uring(depth, missing_why);

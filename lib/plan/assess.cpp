@@ -334,8 +334,8 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
     if (!*n.write_zeroes_supported) {
         return no(fmt::format("the controller does not support Write Zeroes (ONCS {:#x}, bit 3 clear)", *n.oncs));
     }
-    if (n.char_device.empty()) {
-        return no("no NVMe generic char device (/dev/ngXnY needs Linux 5.13)");
+    if (n.passthrough == passthrough_route::none) {
+        return no(fmt::format("no passthrough device: {}", n.passthrough_reason));
     }
     if (with_deac) {
         if (!n.dlfeat) {
@@ -352,17 +352,20 @@ method_assessment assess_nvme(const capabilities& caps, const assess_inputs& in,
         return unknown("whether this process may send NVMe passthrough commands is unknown");
     }
     if (!*in.may_passthrough) {
-        return no(fmt::format("needs CAP_SYS_ADMIN or write access to {}", n.char_device));
+        return no(fmt::format("needs CAP_SYS_ADMIN, or on Linux 6.2+ write access to {}", n.passthrough_device));
     }
     std::string scope = file_kind_of(caps) == file_kind::regular ? "already-written extents, through " : "through ";
+    const std::string via = n.passthrough == passthrough_route::block_device
+                                ? n.passthrough_device + " (the block device's NVME_IOCTL_IO_CMD: no generic char device)"
+                                : n.passthrough_device;
     if (with_deac) {
         std::string geo = n.npdg_bytes ? fmt::format("; DEAC on {}-aligned multiples of {}", bytes_text(*n.npda_bytes),
                                                      bytes_text(*n.npdg_bytes))
                                        : "; no preferred deallocate granularity stated";
-        return yes(fmt::format("{}{} with DEAC (DLFEAT {:#04x}: WZDS=1, DRB=001b){}", scope, n.char_device,
+        return yes(fmt::format("{}{} with DEAC (DLFEAT {:#04x}: WZDS=1, DRB=001b){}", scope, via,
                                *n.dlfeat, geo));
     }
-    return yes(fmt::format("{}{} (ONCS bit 3)", scope, n.char_device));
+    return yes(fmt::format("{}{} (ONCS bit 3)", scope, via));
 }
 
 method_assessment assess_zeroout(const capabilities& caps) {

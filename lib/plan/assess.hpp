@@ -25,8 +25,8 @@ inline constexpr kernel_version write_zeroes_falloc_since{6, 17};
 
 struct assess_inputs {
     std::optional<kernel_version> kernel;
-    // May this process send NVMe I/O passthrough commands to the namespace's char device?
-    // (CAP_SYS_ADMIN, or the device opened for write: Linux 6.2+ nvme_cmd_allowed).
+    // May this process send NVMe I/O passthrough commands to the namespace's passthrough
+    // device? (CAP_SYS_ADMIN, or the device opened for write: Linux 6.2+ nvme_cmd_allowed).
     std::optional<bool> may_passthrough;
     // io_uring was asked for (caps.io.forced) and cannot be set up here: why (probe_io_uring).
     std::optional<std::string> io_uring_refused;

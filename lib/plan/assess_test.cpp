@@ -43,7 +43,9 @@ capabilities raw_nvme(std::uint8_t dlfeat, bool vwc_present, std::optional<bool>
     c.cache.kernel = cache_mode::write_back;  // Linux says this whenever VWC is present
     c.cache.fua = true;
     nvme_info n;
+    n.namespace_device = "/dev/nvme0n1";
     n.char_device = "/dev/ng0n1";
+    probe::nvme::set_passthrough_route(n, "ng0n1", true);
     n.oncs = 0x15d;
     n.write_zeroes_supported = true;
     n.dlfeat = dlfeat;
@@ -336,6 +338,30 @@ TEST(Methods, PassthroughNeedsPrivilegeAndWriteZeroes) {
     assess(c, new_kernel);
     EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
     EXPECT_EQ(c.methods[zero_method::nvme_deac].usable, false);
+}
+
+// Linux 5.10 to 5.12 have no /dev/ngXnY: the namespace's block device takes the same ioctl.
+TEST(Methods, PassthroughThroughTheBlockDeviceWithoutACharDevice) {
+    auto c = raw_nvme(0x09, true, true);
+    c.nvme->char_device.clear();
+    probe::nvme::set_passthrough_route(*c.nvme, "ng0n1", true);
+    assess(c, assess_inputs{kernel_version{5, 10}, true, std::nullopt});
+    ASSERT_EQ(c.methods[zero_method::nvme_deac].usable, true) << c.methods[zero_method::nvme_deac].reason;
+    EXPECT_NE(c.methods[zero_method::nvme_deac].reason.find(
+                  "through /dev/nvme0n1 (the block device's NVME_IOCTL_IO_CMD: no generic char device) with DEAC"),
+              std::string::npos)
+        << c.methods[zero_method::nvme_deac].reason;
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, true);
+    EXPECT_EQ(c.recommended_method, zero_method::nvme_deac);  // no kernel offload on 5.10
+
+    // Neither node: no route, and the reason says which nodes are missing.
+    c = raw_nvme(0x09, true, true);
+    c.nvme->char_device.clear();
+    probe::nvme::set_passthrough_route(*c.nvme, "ng0n1", false);
+    assess(c, assess_inputs{kernel_version{5, 10}, false, std::nullopt});
+    EXPECT_EQ(c.methods[zero_method::nvme].usable, false);
+    EXPECT_EQ(c.methods[zero_method::nvme].reason,
+              "no passthrough device: neither /dev/ng0n1 nor /dev/nvme0n1 is a device node here");
 }
 
 TEST(Methods, NoPassthroughThroughStacksOrCowFilesystems) {

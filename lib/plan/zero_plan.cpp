@@ -251,7 +251,7 @@ result<plan_result> plan_block_device(const capabilities& caps, const request& r
             if (mid_end > mid_start) {
                 const std::uint64_t slba = (mid_start + g.partition_start_bytes) / g.lba_bytes;
                 split_nvme_range(g, slba, (mid_end - mid_start) / g.lba_bytes, mid_start,
-                                 fmt::format("NVMe Write Zeroes through {}", caps.nvme->char_device), r.operations);
+                                 fmt::format("NVMe Write Zeroes through {}", caps.nvme->passthrough_device), r.operations);
             }
             edges(r.operations);
             return r;
@@ -457,7 +457,7 @@ result<plan_result> plan_file_extents(const capabilities& caps, const request& r
             }
             split_write_range(e.offset, head, align, "written extent: partial logical block", r.operations);
             split_nvme_range(g, (dev_start + head) / lba, body / lba, e.offset + head,
-                             fmt::format("written extent in place through {}", caps.nvme->char_device), r.operations);
+                             fmt::format("written extent in place through {}", caps.nvme->passthrough_device), r.operations);
             split_write_range(e.offset + head + body, e.length - head - body, align,
                               "written extent: partial logical block", r.operations);
             continue;

@@ -217,7 +217,9 @@ capabilities nvme_file(std::uint8_t dlfeat, const std::string& fstype = "ext4") 
     c.write_zeroes.unmap = false;
     c.cache.kernel = cache_mode::write_back;
     nvme_info n;
+    n.namespace_device = "/dev/nvme0n1";
     n.char_device = "/dev/ng0n1";
+    probe::nvme::set_passthrough_route(n, "ng0n1", true);
     n.lba_bytes = 512;
     n.nsze_lba = 1 << 21;
     n.oncs = 0x15d;

@@ -317,8 +317,8 @@ result<capabilities> stat_here(int fd, const std::string& path, const stat_optio
 
     plan::assess_inputs in;
     in.kernel = plan::parse_kernel_release(caps.kernel_release);
-    if (caps.nvme && !caps.nvme->char_device.empty()) {
-        in.may_passthrough = may_passthrough(caps.nvme->char_device.c_str());
+    if (caps.nvme && caps.nvme->passthrough != passthrough_route::none) {
+        in.may_passthrough = may_passthrough(*caps.nvme);
     }
     caps.io = current_io_engine();
     if (caps.io.engine == io_engine::io_uring && caps.io.forced) {

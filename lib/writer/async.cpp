@@ -179,7 +179,7 @@ void uring_path::handle(const io_uring_cqe& cqe) {
         if (cqe.res != 0) {
             e = w_.nvme_flush && sqe128_
                     ? io::detail::command_error(cqe.res, fmt::format("NVMe Flush {} [nsid {}] (uring_cmd)",
-                                                                     w_.caps.nvme->char_device, w_.caps.nvme->nsid))
+                                                                     w_.caps.nvme->passthrough_device, w_.caps.nvme->nsid))
                     : make_error("fdatasync (io_uring)", w_.path, -cqe.res);
         } else if (w_.nvme_flush && sqe128_) {
             uring_cmd_ok_ = true;
@@ -205,7 +205,7 @@ void uring_path::handle(const io_uring_cqe& cqe) {
             }
             op.error = io::detail::command_error(
                 cqe.res, fmt::format("NVMe Write (FUA) {} [offset {}, length {}] (uring_cmd)",
-                                     w_.caps.nvme->char_device, op.offset, op.len));
+                                     w_.caps.nvme->passthrough_device, op.offset, op.len));
         }
     } else if (cqe.res < 0) {
         op.error = make_error_range("write (io_uring)", w_.path, op.offset + op.done, op.len - op.done, -cqe.res);

@@ -17,7 +17,8 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
     const bool fua_ok = caps.cache.fua.value_or(false);
     const bool written = facts.range_written;
     const bool file = file_kind_of(caps) == file_kind::regular;
-    const bool raw_nvme = file_kind_of(caps) == file_kind::block && caps.nvme && !caps.nvme->char_device.empty() &&
+    const bool raw_nvme = file_kind_of(caps) == file_kind::block && caps.nvme &&
+                          caps.nvme->passthrough != passthrough_route::none &&
                           facts.may_passthrough;
     // RWF_DSYNC on an O_DIRECT pure overwrite becomes a FUA write without a flush where the
     // record says so (the filesystems whose traits say it was confirmed at the device).
@@ -42,7 +43,7 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
             c.mode = durability_mode::fua;
             c.reason = fmt::format("write-back cache, raw NVMe namespace: NVMe Write with FUA through {}, never a "
                                    "preflush",
-                                   caps.nvme->char_device);
+                                   caps.nvme->passthrough_device);
         } else if (file_fua) {
             c.mode = durability_mode::fua;
             c.reason = fmt::format("write-back cache; {}", caps.cache.dsync_overwrite_reason);
@@ -79,7 +80,7 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
         break;
     case durability_mode::fua:
         if (c.nvme_fua) {
-            c.reason = "forced; NVMe Write with FUA through " + caps.nvme->char_device;
+            c.reason = "forced; NVMe Write with FUA through " + caps.nvme->passthrough_device;
         } else if (file && written) {
             c.reason = fmt::format("forced; RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason);
         } else {

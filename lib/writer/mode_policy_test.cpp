@@ -3,6 +3,8 @@
 // the caller's options, and what the writer must do.
 #include "writer/mode_policy.hpp"
 
+#include "probe/nvme_decode.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -17,7 +19,9 @@ using wz::writer_detail::choose_mode;
 using wz::writer_detail::mode_facts;
 
 enum class target_kind { file, block };
-enum class nvme { none, no_char_device, char_device };
+// The namespace's passthrough route: none (neither node), its generic char device, or its
+// block device (Linux 5.10 to 5.12: no /dev/ngXnY).
+enum class nvme { none, no_route, char_device, block_device };
 
 struct target {
     target_kind k = target_kind::file;
@@ -42,9 +46,11 @@ wz::capabilities record_of(const target& t) {
         c.nvme.emplace();
         c.nvme->nsid = 1;
         c.nvme->lba_bytes = 512;
+        c.nvme->namespace_device = "/dev/nvme0n1";
         if (t.ns == nvme::char_device) {
             c.nvme->char_device = "/dev/ng0n1";
         }
+        wz::probe::nvme::set_passthrough_route(*c.nvme, "ng0n1", t.ns != nvme::no_route);
     }
     return c;
 }
@@ -93,8 +99,11 @@ const row mode_rows[] = {
      {true, true}, automatic, false, flush, 0, false, true, false, false},
     {"wb raw namespace, no privilege", {target_kind::block, wb, true, true, std::nullopt, nvme::char_device},
      {true, false}, automatic, false, flush, 0, false, false, false, false},
-    {"wb raw namespace, no char device (< 5.13)", {target_kind::block, wb, true, true, std::nullopt, nvme::no_char_device},
+    {"wb raw namespace, no passthrough node", {target_kind::block, wb, true, true, std::nullopt, nvme::no_route},
      {true, true}, automatic, false, flush, 0, false, false, false, false},
+    {"wb raw namespace, block device route (< 5.13)",
+     {target_kind::block, wb, true, true, std::nullopt, nvme::block_device}, {true, true}, automatic, false, fua, 0,
+     true, true, false, false},
     {"wb block device, not NVMe", {target_kind::block, wb, true, true, std::nullopt, nvme::none}, {true, false}, automatic,
      false, flush, 0, false, false, false, false},
     {"wt raw namespace", {target_kind::block, wt, false, true, std::nullopt, nvme::char_device}, {true, true}, automatic,
@@ -165,6 +174,10 @@ TEST(ModePolicy, TheReasonNamesWhatTheChoiceRestsOn) {
                                  {true, true}, o, "/dev/nvme0n1", 0, 4096);
     ASSERT_TRUE(raw);
     EXPECT_NE(raw->reason.find("/dev/ng0n1"), std::string::npos) << raw->reason;
+    const auto block = choose_mode(record_of({target_kind::block, wb, true, true, std::nullopt, nvme::block_device}),
+                                   {true, true}, o, "/dev/nvme0n1", 0, 4096);
+    ASSERT_TRUE(block);
+    EXPECT_NE(block->reason.find("NVMe Write with FUA through /dev/nvme0n1"), std::string::npos) << block->reason;
     const auto wt_file = choose_mode(record_of({target_kind::file, wt, false, false, false}), {true, false}, o, "/f", 0, 4096);
     ASSERT_TRUE(wt_file);
     EXPECT_NE(wt_file->reason.find("queue/write_cache"), std::string::npos) << wt_file->reason;

@@ -68,8 +68,7 @@ status writer::impl::choose_mode() {
     }
     writer_detail::mode_facts facts;
     facts.range_written = *written;
-    facts.may_passthrough = file_kind_of(caps) == file_kind::block && caps.nvme && !caps.nvme->char_device.empty() &&
-                            may_passthrough(caps.nvme->char_device.c_str());
+    facts.may_passthrough = file_kind_of(caps) == file_kind::block && caps.nvme && may_passthrough(*caps.nvme);
     auto c = writer_detail::choose_mode(caps, facts, options, path, offset, length);
     if (!c) {
         return c.error();
@@ -94,14 +93,17 @@ status writer::impl::open_fds() {
     }
     fd = std::move(f);
     if (nvme_fua || nvme_flush) {
-        unique_fd c(::open(caps.nvme->char_device.c_str(), O_RDWR | O_CLOEXEC));
+        unique_fd c(open_passthrough(*caps.nvme));
         if (!c) {
-            return make_error("open", caps.nvme->char_device, errno);
+            return make_error("open", caps.nvme->passthrough_device, errno);
         }
         passthrough_fd = std::move(c);
-        fua_io.bind(passthrough_fd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes,
+        fua_io.bind(passthrough_fd, caps.nvme->passthrough_device, caps.nvme->nsid, caps.nvme->lba_bytes,
                     caps.device ? caps.device->partition_start_bytes : 0,
                     caps.device ? caps.device->max_hw_transfer_bytes : 0);
+        if (caps.nvme->passthrough == passthrough_route::block_device) {
+            fua_io.set_uring_cmd_missing();  // uring_cmd is the char device's: the ioctl only
+        }
     }
     return {};
 }
@@ -109,7 +111,8 @@ status writer::impl::open_fds() {
 status writer::impl::flush_now() {
     flushes++;
     if (nvme_flush && passthrough_fd) {
-        io::nvme_target t{passthrough_fd.get(), caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+        io::nvme_target t{passthrough_fd.get(), caps.nvme->passthrough_device, caps.nvme->nsid,
+                          caps.nvme->lba_bytes};
         return io::nvme_flush(t);
     }
     if (::fdatasync(fd.get()) != 0) {
@@ -170,7 +173,7 @@ result<writer::impl::through_ack> writer::impl::acknowledge_through() {
         "{:.0f} ms earlier); a flush covered every write acknowledged before the move; {}",
         to_string(m.to), r.effective ? r.reason : "unknown: " + r.reason, age_ms,
         m.to == durability_mode::fua
-            ? (fua_by_nvme(m.to) ? "NVMe Write with FUA through " + caps.nvme->char_device
+            ? (fua_by_nvme(m.to) ? "NVMe Write with FUA through " + caps.nvme->passthrough_device
                                  : fmt::format("RWF_DSYNC on O_DIRECT ({})", caps.cache.dsync_overwrite_reason))
             : std::string("one flush per group of writes")));
     mode = m.to;
@@ -442,7 +445,7 @@ status writer::close() {
     }
     p_->reset_async();
     if (int rc = p_->passthrough_fd.close(); rc != 0 && e.ok()) {
-        e = make_error("close", p_->caps.nvme ? p_->caps.nvme->char_device : p_->path, -rc);
+        e = make_error("close", p_->caps.nvme ? p_->caps.nvme->passthrough_device : p_->path, -rc);
     }
     if (int rc = p_->fd.close(); rc != 0 && e.ok()) {
         e = make_error("close", p_->path, -rc);

@@ -13,6 +13,7 @@
 #include "target/target.hpp"
 #include "util/aligned_buffer.hpp"
 #include "util/errors.hpp"
+#include "util/privilege.hpp"
 #include "util/reopen.hpp"
 #include "util/unique_fd.hpp"
 #include "util/write_lease.hpp"
@@ -181,9 +182,9 @@ result<int> runner::direct_fd() {
 
 result<int> runner::passthrough_fd(const capabilities& caps) {
     if (!passthrough_) {
-        passthrough_.reset(::open(caps.nvme->char_device.c_str(), O_RDWR | O_CLOEXEC));
+        passthrough_.reset(open_passthrough(*caps.nvme));
         if (!passthrough_) {
-            return make_error("open", caps.nvme->char_device, errno);
+            return make_error("open", caps.nvme->passthrough_device, errno);
         }
     }
     return passthrough_.get();
@@ -247,7 +248,8 @@ status runner::run_nvme(const capabilities& caps, const std::vector<plan::operat
     if (!cfd) {
         return cfd.error();
     }
-    io::nvme_target t{*cfd, caps.nvme->char_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+    io::nvme_target t{*cfd, caps.nvme->passthrough_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+    t.block_device = caps.nvme->passthrough == passthrough_route::block_device;
     // Under a rate a DEAC command is cut only where every piece stays aligned and whole granules.
     const plan::dealloc_blocks dealloc = plan::dealloc_blocks_of(plan::geometry_from(caps));
     t.deac_unit_lba = static_cast<std::uint32_t>(std::min<std::uint64_t>(
@@ -819,7 +821,8 @@ status runner::run() {
             // write names its own.
             e = make_error_range("fdatasync", path_, offset_, length_, errno);
         } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && passthrough_) {
-            io::nvme_target t{passthrough_.get(), caps->nvme->char_device, caps->nvme->nsid, caps->nvme->lba_bytes};
+            io::nvme_target t{passthrough_.get(), caps->nvme->passthrough_device, caps->nvme->nsid,
+                              caps->nvme->lba_bytes};
             e = io::nvme_flush(t);
             rep_.flushed = e.ok();
             if (!e.ok()) {
