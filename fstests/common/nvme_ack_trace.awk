@@ -32,6 +32,13 @@
 #   ... nvme_setup_cmd: nvme0: qid=0, cmdid=9, ..., cmd=(nvme_admin_get_features fid=0x6, sel=0x0, cdw11=0x0)
 #   ... nvme_complete_rq: nvme0: disk=nvme0n1, qid=1, cmdid=384, res=0x0, retries=0, flags=0x0, status=0x0
 #       (admin completions have no disk=; res is DW0 of the completion: WCE for Get Features 06h)
+# Linux 5.10 (Debian 11's 5.10.2xx) prints them otherwise in two places:
+#   - the setup's cmdid carries the command id's generation counter in bits 15:12 (cmdid=4929)
+#     where the completion's is the tag alone (cmdid=833, 4929 % 4096): commands are keyed
+#     by cmdid % 4096, which is the same on the newer kernels (one tag in flight per queue);
+#   - Set/Get Features are not decoded: cmd=(nvme_admin_set_features cdw10=06 00 00 00 01 00
+#     ...), CDW10 to CDW15 as 24 bytes, little-endian: FID is the first byte, CDW11's low
+#     byte the fifth.
 # A command is the (controller, qid, cmdid) of its setup until its completion. The file is in
 # time order (trace_clock mono: one clock for all CPUs), so the line number is the time.
 #
@@ -250,13 +257,19 @@ ev == "tracing_mark_write:" {
 
 ev == "nvme_setup_cmd:" {
 	ctrl = $0; sub(/.*nvme_setup_cmd: /, "", ctrl); sub(/:.*/, "", ctrl)
-	key = ctrl ":" field($0, "qid") ":" field($0, "cmdid")
+	key = ctrl ":" field($0, "qid") ":" (field($0, "cmdid") % 4096)
 	op = $0; sub(/.*cmd=\(/, "", op); sub(/ .*/, "", op)
 	if (op == "nvme_admin_set_features" || op == "nvme_admin_get_features") {
-		if (hexval(field($0, "fid")) == 6) {
+		fid = field($0, "fid"); cdw11 = field($0, "cdw11")
+		if (fid == "") {  # Linux 5.10: the raw bytes
+			raw = $0; sub(/.*cdw10=/, "", raw); sub(/\).*/, "", raw)
+			split(raw, rb, " ")
+			fid = rb[1]; cdw11 = rb[5]
+		}
+		if (hexval(fid) == 6) {
 			if (op == "nvme_admin_set_features") {
 				setf++
-				pend[key] = "S " hexval(field($0, "cdw11")) % 2
+				pend[key] = "S " hexval(cdw11) % 2
 			} else pend[key] = "G"
 		}
 		next
@@ -283,7 +296,7 @@ ev == "nvme_setup_cmd:" {
 
 ev == "nvme_complete_rq:" {
 	ctrl = $0; sub(/.*nvme_complete_rq: /, "", ctrl); sub(/:.*/, "", ctrl)
-	key = ctrl ":" field($0, "qid") ":" field($0, "cmdid")
+	key = ctrl ":" field($0, "qid") ":" (field($0, "cmdid") % 4096)
 	if (!(key in pend)) next
 	split(pend[key], p, " ")
 	delete pend[key]
