@@ -5,9 +5,9 @@
 // others, workers take no signals, and nothing outlives the pool.
 #include "writer/psync_pool.hpp"
 
+#include "testing/threads.hpp"
 #include "util/errors.hpp"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -17,7 +17,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -63,23 +62,8 @@ psync_pool::job job_at(std::uint64_t id) {
 
 // The pool's workers ("wz-psync"; io_uring's io-wq workers of other tests in this process
 // leave in their own time and are not counted).
-std::size_t task_count() {
-    std::size_t n = 0;
-    if (DIR* d = ::opendir("/proc/self/task")) {
-        while (const dirent* e = ::readdir(d)) {
-            if (e->d_name[0] == '.') {
-                continue;
-            }
-            std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-            std::string name;
-            if (std::getline(comm, name) && name == "wz-psync") {
-                ++n;
-            }
-        }
-        ::closedir(d);
-    }
-    return n;
-}
+std::size_t task_count() { return wz::testing::threads_named("wz-psync"); }
+std::size_t task_count_settled(std::size_t want) { return wz::testing::threads_named_settled("wz-psync", want); }
 
 TEST(PsyncPool, NothingIsHandedBackBeforeItsFlushReturned) {
     job_gate flush_gate;
@@ -338,7 +322,7 @@ TEST(PsyncPool, AtMostTheGivenThreadsAndNoneOutliveThePool) {
             EXPECT_EQ(pool.complete(out, jobs), jobs);
             EXPECT_EQ(signals_blocked.load(), jobs) << "a worker ran with SIGTERM, SIGINT or SIGHUP deliverable";
         }
-        EXPECT_EQ(task_count(), tasks_before) << "a worker outlived its pool";
+        EXPECT_EQ(task_count_settled(tasks_before), tasks_before) << "a worker outlived its pool";
     }
 }
 
@@ -369,7 +353,7 @@ TEST(PsyncPool, DestroyedWithWritesQueuedWaitsForTheRunningOnesOnly) {
     EXPECT_EQ(finished_writes.load(), started.load());
     EXPECT_LT(started.load(), 10U) << "queued writes were started by a pool being destroyed";
     opener.join();
-    EXPECT_EQ(task_count(), tasks_before);
+    EXPECT_EQ(task_count_settled(tasks_before), tasks_before);
 }
 
 }  // namespace

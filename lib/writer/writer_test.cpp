@@ -5,6 +5,7 @@
 #include "io/engine_select.hpp"
 #include "testing/sanitizer.hpp"
 #include "testing/scratch_dir.hpp"
+#include "testing/threads.hpp"
 #include "util/unique_fd.hpp"
 
 #include <wzero/wzero.hpp>
@@ -447,17 +448,9 @@ TEST_P(WriterTest, TheEngineIsSaidAndPsyncSetsUpNoRing) {
 // it is closed, refreshed or destroyed. (io_uring's own io-wq workers are the kernel's, and
 // leave in their own time.)
 TEST_P(WriterTest, NoThreadOutlivesTheAsynchronousEngine) {
-    auto tasks = [] {
-        std::size_t n = 0;
-        for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
-            std::ifstream comm(e.path() / "comm");
-            std::string name;
-            if (std::getline(comm, name) && name == "wz-psync") {
-                ++n;
-            }
-        }
-        return n;
-    };
+    auto tasks = [] { return wz::testing::threads_named("wz-psync"); };
+    // After a close, refresh or destruction: joined workers may linger in /proc a moment.
+    auto tasks_settled = [](std::size_t want) { return wz::testing::threads_named_settled("wz-psync", want); };
     const std::size_t before = tasks();
     auto buf = make_buffer(block, 't');
     for (int how = 0; how < 3; ++how) {
@@ -482,14 +475,14 @@ TEST_P(WriterTest, NoThreadOutlivesTheAsynchronousEngine) {
             }
             if (how == 0) {
                 ASSERT_TRUE(w->close().ok());
-                EXPECT_EQ(tasks(), before);
+                EXPECT_EQ(tasks_settled(before), before);
             } else if (how == 1) {
                 ASSERT_TRUE(w->refresh().ok());
-                EXPECT_EQ(tasks(), before);
+                EXPECT_EQ(tasks_settled(before), before);
                 EXPECT_EQ(w->stats().writes, 32U);
             }
         }
-        EXPECT_EQ(tasks(), before);
+        EXPECT_EQ(tasks_settled(before), before);
     }
 }
 
