@@ -595,8 +595,8 @@ struct mapped_extent {
     std::optional<bool> dealloc_aligned;    // on NPDA alignment and an NPDG multiple (NVMe only)
     extent_addresses addresses = extent_addresses::device;  // the same for every extent of a file
 };
-// The extent map of [offset, offset + length) of a file (length 0: to the end of the file),
-// in one vector: memory grows with the number of extents (about 100 bytes each). For files
+// The extent map of [offset, offset + length) of a file (length 0: to the end of the file;
+// a range past the end is EINVAL), in one vector: memory grows with the number of extents (about 100 bytes each). For files
 // that may have many, use the streaming form below.
 result<std::vector<mapped_extent>> map_extents(const std::string& path, std::uint64_t offset, std::uint64_t length);
 // The same map, streamed: calls `on_extent` once per extent, in file order, as FIEMAP hands

@@ -23,6 +23,7 @@ namespace {
 // runs the caller's callback on the caller's thread).
 status map_extents_here(const std::string& path, std::uint64_t offset, std::uint64_t length,
                         const std::function<status(const std::vector<mapped_extent>&)>& on_batch) {
+    const std::uint64_t asked = length;  // 0: to the end of the file
     auto t = target::open_with_record(path, offset, length);
     if (!t) {
         return t.error();
@@ -31,6 +32,16 @@ status map_extents_here(const std::string& path, std::uint64_t offset, std::uint
     const capabilities* caps = &caps_value;
     if (file_kind_of(*caps) != file_kind::regular) {
         return make_error_msg(EINVAL, fmt::format("map {}: not a regular file", path));
+    }
+    // A range past the end is refused, as verify refuses it: FIEMAP would call it a hole.
+    const std::uint64_t size = caps->size_bytes;
+    if (asked == 0 ? offset > size : asked > size || offset > size - asked) {
+        return make_error_msg(EINVAL, asked == 0 ? fmt::format("map {} [offset {}]: the offset is past the end of the "
+                                                               "file ({} bytes)",
+                                                               path, offset, size)
+                                                 : fmt::format("map {} [offset {}, length {}]: range ends past the end "
+                                                               "of the file ({} bytes)",
+                                                               path, offset, asked, size));
     }
     if (length == 0) {
         return {};

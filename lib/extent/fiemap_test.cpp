@@ -579,15 +579,24 @@ TEST_F(fiemap_many_extents, random_windows_are_exact_covers) {
 }
 
 // wz::map_extents' streaming form hands out exactly the vector form's extents, across batch
-// boundaries (4000 entries, eight batches), and stops at the first error its callback returns.
+// boundaries (about 4000 entries, eight batches), and stops at the first error its callback
+// returns. Both map to the end of the file (length 0): the file ends with its last written
+// block, and a range past that end is refused.
 TEST_F(fiemap_many_extents, streamed_map_equals_the_vector_and_stops_on_error) {
     // The scratch file has no name left: reach it through its descriptor.
     const std::string path = "/proc/self/fd/" + std::to_string(file_.fd());
-    auto all = wz::map_extents(path, 0, file_bytes);
+    const std::uint64_t size = file_bytes - stride + 4 * kib;
+    auto past = wz::map_extents(path, 0, file_bytes);
+    ASSERT_FALSE(past.has_value());
+    EXPECT_EQ(past.error().code.value(), EINVAL);
+    EXPECT_NE(past.error().message.find("range ends past the end of the file (" + std::to_string(size) + " bytes)"),
+              std::string::npos)
+        << past.error().message;
+    auto all = wz::map_extents(path, 0, 0);
     ASSERT_TRUE(all.has_value()) << all.error().message;
-    ASSERT_EQ(all->size(), whole_.size());
+    ASSERT_EQ(all->size(), clip(whole_, 0, size).size());
     std::size_t i = 0;
-    const wz::status s = wz::map_extents(path, 0, file_bytes, [&](const wz::mapped_extent& m) -> wz::status {
+    const wz::status s = wz::map_extents(path, 0, 0, [&](const wz::mapped_extent& m) -> wz::status {
         EXPECT_LT(i, all->size());
         if (i < all->size()) {
             EXPECT_EQ(m.offset, (*all)[i].offset);
@@ -602,7 +611,7 @@ TEST_F(fiemap_many_extents, streamed_map_equals_the_vector_and_stops_on_error) {
     EXPECT_EQ(i, all->size());
 
     std::size_t seen = 0;
-    const wz::status stopped = wz::map_extents(path, 0, file_bytes, [&](const wz::mapped_extent&) -> wz::status {
+    const wz::status stopped = wz::map_extents(path, 0, 0, [&](const wz::mapped_extent&) -> wz::status {
         if (++seen == 1000) {
             return wz::error_info{std::make_error_code(std::errc::operation_canceled), "enough"};
         }
