@@ -35,19 +35,47 @@ namespace wz::target {
 
 namespace {
 
-// Filesystems where a new regular file is never what the user meant: a mistyped device name
-// under /dev would otherwise become a file in RAM that every later step happily zeroes
-// (`wzero alloc -l 1M /dev/mapper/typo`).
-bool pseudo_fs(std::string_view fstype, long magic) {
-    static constexpr std::array<std::string_view, 14> names = {
-        "devtmpfs", "proc",   "sysfs", "cgroup", "cgroup2", "debugfs",  "tracefs",
-        "securityfs", "configfs", "bpf", "pstore", "efivarfs", "devpts", "mqueue"};
-    for (auto n : names) {
-        if (fstype == n) {
-            return true;
+// Filesystems whose files are kernel interfaces, not storage: a new regular file there is never
+// what the user meant (a mistyped device name under /dev would otherwise become a file in RAM
+// that every later step happily zeroes: `wzero alloc -l 1M /dev/mapper/typo`), and zeroes
+// written into an existing one (/proc/sys/..., /sys/block/.../queue/...) are a setting changed.
+// The filesystem's name for the message: from its magic number, devtmpfs (tmpfs's magic) from
+// its mount; empty for storage. `fd` is on the filesystem (the file, or the directory where
+// one would be created), `path` names it.
+std::string pseudo_fs(int fd, const std::string& path) {
+    struct magic_name {
+        long magic;
+        std::string_view name;
+    };
+    static constexpr long configfs_magic = 0x62656570;  // not in linux/magic.h
+    static constexpr long mqueue_magic = 0x19800202;
+    static constexpr long fusectl_magic = 0x65735543;
+    static constexpr std::array<magic_name, 17> pseudo = {{
+        {PROC_SUPER_MAGIC, "proc"}, {SYSFS_MAGIC, "sysfs"}, {DEBUGFS_MAGIC, "debugfs"},
+        {TRACEFS_MAGIC, "tracefs"}, {SECURITYFS_MAGIC, "securityfs"}, {configfs_magic, "configfs"},
+        {CGROUP_SUPER_MAGIC, "cgroup"}, {CGROUP2_SUPER_MAGIC, "cgroup2"}, {BPF_FS_MAGIC, "bpf"},
+        {PSTOREFS_MAGIC, "pstore"}, {EFIVARFS_MAGIC, "efivarfs"}, {DEVPTS_SUPER_MAGIC, "devpts"},
+        {mqueue_magic, "mqueue"}, {fusectl_magic, "fusectl"}, {SELINUX_MAGIC, "selinuxfs"},
+        {BINFMTFS_MAGIC, "binfmt_misc"}, {RDTGROUP_SUPER_MAGIC, "resctrl"},
+    }};
+    struct ::statfs sfs {};
+    if (::fstatfs(fd, &sfs) != 0) {
+        return {};  // the open or the write that follows says what is wrong
+    }
+    const auto magic = static_cast<long>(sfs.f_type);
+    for (const auto& p : pseudo) {
+        if (magic == p.magic) {
+            return std::string(p.name);
         }
     }
-    return magic == PROC_SUPER_MAGIC || magic == SYSFS_MAGIC || magic == DEVPTS_SUPER_MAGIC;
+    if (magic == TMPFS_MAGIC) {
+        // The directory's own mount, from its descriptor: a path prefix would name another
+        // mount for a relative or bind-mounted path.
+        if (auto m = probe::fs::find_mount(fd, path); m && m->fstype == "devtmpfs") {
+            return "devtmpfs";
+        }
+    }
+    return {};
 }
 
 // Refusals that a write would meet anyway, said before anything is opened for writing, so
@@ -69,6 +97,11 @@ status check_writable(int pfd, const std::string& path, const struct ::stat& st)
             return make_error_msg(EROFS, fmt::format("open {} for writing: the block device is read-only", path));
         }
         return {};
+    }
+    if (const std::string fs = pseudo_fs(pfd, path); !fs.empty()) {
+        return make_error_msg(EINVAL, fmt::format("open {} for writing: refusing a file on {}, a pseudo filesystem "
+                                                  "(its files are kernel interfaces, not storage)",
+                                                  path, fs));
     }
     struct ::statvfs vfs {};
     if (::fstatvfs(pfd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
@@ -92,17 +125,10 @@ result<opened> create(const std::string& path, const open_request& req) {
     if (::fstat(t.dir.get(), &t.st) != 0) {
         return make_error("fstat the directory of", path, errno);
     }
-    struct ::statfs sfs {};
-    const long magic = ::fstatfs(t.dir.get(), &sfs) == 0 ? static_cast<long>(sfs.f_type) : 0;
-    // The directory's own mount, from its descriptor: a path prefix would name another mount
-    // for a relative or bind-mounted directory.
-    if (auto m = probe::fs::find_mount(t.dir.get(), dir)) {
-        t.fstype = m->fstype;
-    }
-    if (pseudo_fs(t.fstype, magic)) {
+    if (const std::string fs = pseudo_fs(t.dir.get(), dir); !fs.empty()) {
         return make_error_msg(EINVAL, fmt::format("create {}: refusing to create a file on {} (no such device or "
                                                   "file; a mistyped device name?)",
-                                                  path, t.fstype.empty() ? "a pseudo filesystem" : t.fstype));
+                                                  path, fs));
     }
     t.name = std::move(name);
     if (struct ::stat lst {}; ::fstatat(t.dir.get(), t.name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0) {

@@ -41,12 +41,12 @@ struct opened {
     bool would_create = false;  // dry run: the file does not exist and would be created
     unique_fd dir;            // O_PATH descriptor of the parent directory (create only)
     std::string name;         // the file's name in `dir`
-    std::string fstype;       // filesystem type from mountinfo (create only)
 };
 
 // Opens PATH as asked. Errors name the path and the reason: EISDIR for a directory, EINVAL
 // for anything that is not a regular file or block device (a FIFO is never opened, so it
-// cannot block), EBUSY for a block device that cannot be claimed exclusively, EROFS,
+// cannot block) and for a file on a pseudo filesystem (proc, sysfs, debugfs, configfs...)
+// opened for writing, EBUSY for a block device that cannot be claimed exclusively, EROFS,
 // EPERM (immutable or append-only), EACCES and the like from open(2).
 result<opened> open(const std::string& path, const open_request& request);
 
