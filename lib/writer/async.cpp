@@ -300,7 +300,11 @@ status uring_path::submit(const void* buf, std::size_t len, std::uint64_t offset
     op.offset = offset;
     op.t0 = std::chrono::steady_clock::now();
     // An IOPOLL ring flushes by a call of its own (maybe_flush): its writes stay plain.
-    op.alone = w_.alone_as_dsync && !iopoll_ && lone_.starts(writes_in_flight_);
+    switch (iopoll_ ? rwf_dsync_use::never : w_.rwf_dsync) {
+    case rwf_dsync_use::never: break;
+    case rwf_dsync_use::lone_writes: op.alone = lone_.starts(writes_in_flight_); break;
+    case rwf_dsync_use::every_write_on_io_uring: op.alone = true; break;
+    }
     ++writes_in_flight_;
     if (auto e = queue(slot); !e.ok()) {
         if (op.parts_left == 0) {
@@ -414,7 +418,8 @@ status psync_path::submit(const void* buf, std::size_t len, std::uint64_t offset
     j.len = len;
     j.offset = offset;
     j.t0 = std::chrono::steady_clock::now();
-    j.alone = w_.alone_as_dsync && lone_.starts(pool_.in_flight());
+    // On a block device pwrite() follows an RWF_DSYNC write with a flush of its own: grouped.
+    j.alone = w_.rwf_dsync == rwf_dsync_use::lone_writes && lone_.starts(pool_.in_flight());
     return pool_.submit(j);
 }
 

@@ -110,8 +110,9 @@ private:
 
 // Flush mode on a regular file: a write with nothing to group with goes alone, as RWF_DSYNC:
 // the filesystem's own write and flush, the device commands O_DSYNC sends, in the write's one
-// call. As a write and then a flush of its own it cost a round trip more for the same device
-// work (on io_uring an fsync the kernel hands to a worker thread): at QD 1 on ext4 and xfs over
+// call (on a raw block device every write on io_uring goes so: rwf_dsync_use). As a write and
+// then a flush of its own it cost a round trip more for the same device work (on io_uring an
+// fsync the kernel hands to a worker thread): at QD 1 on ext4 and xfs over
 // a direct-I/O loop device, 2 io_uring_enter calls more per write, 2-3x the CPU per write and
 // fewer writes per second than O_DSYNC (README, "Seed: host-qd1"). A write is alone when no
 // other write of the writer is in flight (submitted, not yet durable) as it starts and none was

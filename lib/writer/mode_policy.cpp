@@ -28,10 +28,18 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
     c.nvme_fua = raw_nvme && fua_ok;
     c.nvme_flush = raw_nvme;
     c.move_facts = {options.mode == durability_mode::through, c.nvme_fua, file_fua};
-    // Flush mode on a file: what a write with nothing to group with does (lone_writes).
-    const char* const alone_note = "; a write with no other in flight goes alone as RWF_DSYNC, the filesystem's "
-                                   "write and flush as O_DSYNC sends them, a round trip less than a write and a "
-                                   "flush of its own";
+    // Flush mode: which writes go as RWF_DSYNC, and what the reason says of it.
+    const bool block = file_kind_of(caps) == file_kind::block;
+    const rwf_dsync_use dsync_use = file    ? rwf_dsync_use::lone_writes
+                                    : block ? rwf_dsync_use::every_write_on_io_uring
+                                            : rwf_dsync_use::never;
+    const char* const alone_note =
+        file ? "; a write with no other in flight goes alone as RWF_DSYNC, the filesystem's write and flush as "
+               "O_DSYNC sends them, a round trip less than a write and a flush of its own"
+        : block ? "; on io_uring every write goes as RWF_DSYNC, which the block layer makes durable itself, as "
+                  "O_DSYNC does (a FUA write; where the queue has no FUA, the write and a flush shared with the "
+                  "writes beside it), without a round trip back for a flush of the writer's own"
+                : "";
 
     if (options.mode == durability_mode::automatic) {
         if (write_through && written) {
@@ -49,14 +57,14 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
             c.reason = fmt::format("write-back cache; {}", caps.cache.dsync_overwrite_reason);
         } else {
             c.mode = durability_mode::flush;
-            c.alone_as_dsync = file;
+            c.rwf_dsync = dsync_use;
             c.reason = fmt::format("{}{}",
                                    write_through ? "write-through, but the range has unwritten extents or holes: a "
                                                    "flush commits their conversion"
                                    : caps.cache.effective == cache_mode::write_through
                                        ? caps.cache.flush_reason + ": one flush per group of writes"
                                        : "write-back cache without a FUA path here: one flush per group of writes",
-                                   file ? alone_note : "");
+                                   alone_note);
         }
         return c;
     }
@@ -90,8 +98,8 @@ result<mode_choice> choose_mode(const capabilities& caps, const mode_facts& fact
         }
         break;
     case durability_mode::flush:
-        c.alone_as_dsync = file;
-        c.reason = fmt::format("forced; one flush per group of writes{}", file ? alone_note : "");
+        c.rwf_dsync = dsync_use;
+        c.reason = fmt::format("forced; one flush per group of writes{}", alone_note);
         break;
     case durability_mode::dsync: c.reason = "forced; O_DSYNC, the baseline"; break;
     case durability_mode::automatic: break;

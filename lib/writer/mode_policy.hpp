@@ -24,6 +24,22 @@ struct mode_facts {
     bool may_passthrough = false;
 };
 
+// Flush mode: which writes go as RWF_DSYNC, made durable by the kernel, instead of waiting
+// for a flush of the writer's own (the group commit).
+enum class rwf_dsync_use : std::uint8_t {
+    never,
+    // A regular file, on every path: a write with nothing to group with (lone_writes), the
+    // filesystem's write and flush as O_DSYNC sends them, a round trip less.
+    lone_writes,
+    // A raw block device, on io_uring: every write. The block layer sends it with FUA (on a
+    // queue without FUA, the write and a post-flush that the writes beside it share, the
+    // kernel's own group commit) and completes it durable: measured on a loop device, O_DSYNC
+    // so was ahead of the writer's group commit at QD 1, 8 and 32. Through pwrite() the
+    // block device's generic_write_sync adds a flush of its own after the FUA write, so the
+    // psync engine and the synchronous API keep the group commit.
+    every_write_on_io_uring,
+};
+
 struct mode_choice {
     durability_mode mode = durability_mode::dsync;
     std::string reason;  // what writer::reason() says
@@ -32,9 +48,8 @@ struct mode_choice {
     bool nvme_fua = false;
     // A raw NVMe namespace with passthrough: flushes are NVMe Flush commands, not fdatasync.
     bool nvme_flush = false;
-    // Flush mode on a regular file: a write with nothing to group with goes alone as
-    // RWF_DSYNC (lone_writes).
-    bool alone_as_dsync = false;
+    // Flush mode: which writes go as RWF_DSYNC.
+    rwf_dsync_use rwf_dsync = rwf_dsync_use::never;
     through_facts move_facts;  // where a writer in `through` goes when the cache turns write-back
 };
 

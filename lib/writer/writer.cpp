@@ -77,7 +77,7 @@ status writer::impl::choose_mode() {
     reason = std::move(c->reason);
     nvme_fua = c->nvme_fua;
     nvme_flush = c->nvme_flush;
-    alone_as_dsync = c->alone_as_dsync;
+    rwf_dsync = c->rwf_dsync;
     move_facts = c->move_facts;
     return {};
 }
@@ -292,7 +292,7 @@ result<std::size_t> writer::pwritev(const ::iovec* iov, int iovcnt, std::uint64_
         w.fua_writes++;
     } else {
         bool alone = false;
-        const bool counted = w.alone_as_dsync && m == durability_mode::flush;
+        const bool counted = w.rwf_dsync == writer_detail::rwf_dsync_use::lone_writes && m == durability_mode::flush;
         if (counted) {
             std::lock_guard lock(w.lone_mutex);
             alone = w.sync_lone.starts(w.sync_writes_in_flight);

@@ -13,6 +13,7 @@
 #include "util/unique_fd.hpp"
 #include "writer/cache_watch.hpp"
 #include "writer/group_commit.hpp"
+#include "writer/mode_policy.hpp"
 #include "writer/psync_pool.hpp"
 
 #include <wzero/wzero.hpp>
@@ -45,7 +46,7 @@ struct async_op {
     unsigned parts_left = 0;  // commands still in flight (an NVMe write splits at the transfer limit)
     std::optional<error_info> error;
     std::chrono::steady_clock::time_point t0;
-    bool alone = false;  // flush mode: written as RWF_DSYNC, durable when it completes (lone_writes)
+    bool alone = false;  // flush mode: written as RWF_DSYNC, durable when it completes (rwf_dsync_use)
 };
 
 // The asynchronous API's path, on the I/O engine chosen at the first submit() after open or
@@ -160,10 +161,11 @@ struct writer::impl {
     // RWF_DSYNC on a file). Set whatever the mode, so that a move to fua can use it.
     bool nvme_fua = false;
     bool nvme_flush = false;  // raw NVMe namespace: flush with an NVMe Flush, not fdatasync
-    // Flush mode on a regular file: a write with nothing to group with goes as RWF_DSYNC
-    // (writer_detail::lone_writes). Not on a block device, where RWF_DSYNC is a FUA write and a
-    // flush after it (two flushes on a queue without FUA) against flush mode's one.
-    bool alone_as_dsync = false;
+    // Flush mode: which writes go as RWF_DSYNC (writer_detail::rwf_dsync_use): on a regular
+    // file a write with nothing to group with (writer_detail::lone_writes), on every path; on
+    // a block device every write on io_uring, none through pwrite(), which adds a flush after
+    // the FUA write (two flushes on a queue without FUA) against the group commit's one.
+    writer_detail::rwf_dsync_use rwf_dsync = writer_detail::rwf_dsync_use::never;
     // NVMe Writes with FUA and the routes the namespace takes (bound to passthrough_fd by open_fds).
     io::nvme_fua_writer fua_io;
 
