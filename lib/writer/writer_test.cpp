@@ -169,15 +169,16 @@ TEST_P(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
             if (mode == wz::durability_mode::flush) {
                 // Group commit: a flush starts once no other write is on the device (or the
                 // oldest waiting write has waited a write's time), so writes submitted together
-                // share one flush: about 1/q per write at QD q. At most 1/2 at QD 4 and 16
-                // (starting at the first completion gave 2/q: 64..127 for 256 writes at QD 4).
-                // Which writes share a flush on a real device depends on timing: a tighter
-                // bound here (3/8 at QD 4) failed under load (97 and 99 for 96; TSan 102 and
-                // 104, ASan 109). The batching rule itself is proven without timing by
-                // group_commit_test.cpp's simulated device (FlushBatcher.ACohortSharesOneFlush,
-                // SimulatedDeviceAtMostHalfAFlushPerWrite).
+                // share one flush: about 1/q per write at QD q. Which writes share a flush on a
+                // real device depends on timing: every bound tighter than one per write failed
+                // under load (3/8 at QD 4: 97 and 99 for 96, TSan 102 and 104, ASan 109; 1/2:
+                // 129 for 128 under ASan beside a VM). So here only what holds on any machine;
+                // the batching rule is proven without timing by group_commit_test.cpp's
+                // simulated device (FlushBatcher.ACohortSharesOneFlush,
+                // SimulatedDeviceAtMostHalfAFlushPerWrite) and measured by
+                // bench/write-engines.sh (flushes per write at QD 1, 16 and 64).
                 EXPECT_GE(s.flushes, 1U);
-                EXPECT_LE(s.flushes, n / 2) << "queue depth " << qd;
+                EXPECT_LE(s.flushes, n) << "queue depth " << qd;
             } else {
                 EXPECT_EQ(s.flushes, 0U);  // O_DSYNC: the kernel's business
             }
@@ -253,9 +254,7 @@ TEST_P(WriterTest, FlushModeSendsALoneWriteAsDsync) {
     EXPECT_EQ(q8.writes, 6 * n);
     EXPECT_LE(q8.dsync_writes - s.dsync_writes, 1U) << "QD 8: the group commit's writes went alone";
     EXPECT_GE(q8.flushes, 1U);
-    if (!wz::testing::sanitizer_build) {  // timing: TSan measured 69 for 64 (see above)
-        EXPECT_LE(q8.flushes, 4 * n / 2) << "QD 8: group commit";
-    }
+    EXPECT_LE(q8.flushes, 4 * n) << "QD 8: more flushes than writes";  // the grouping: see above
     ASSERT_TRUE(w->close().ok());
     auto data = read_back(0, 2 * n * block);
     EXPECT_EQ(data[0], 'a');
