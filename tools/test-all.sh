@@ -17,11 +17,25 @@
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # phase TITLE: prints "== TITLE" and starts timing it; the time of every phase is printed at
-# the end ("time: ..."), CI's budget being what it is.
-phase_titles=() phase_seconds=() phase_start=$SECONDS
+# the end ("time: ..."), CI's budget being what it is, with how busy the machine's CPUs were
+# meanwhile (/proc/stat: the share of CPU time not idle or waiting for I/O, over all CPUs and
+# every process, the VM lane's included): a phase near 100% is bound by CPU, not by waits.
+phase_titles=() phase_seconds=() phase_busy=() phase_start=$SECONDS
+# cpu_ticks: "BUSY TOTAL" jiffies of all CPUs so far.
+cpu_ticks() {
+	awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat
+}
+read -r phase_cpu0_busy phase_cpu0_total < <(cpu_ticks)
+phase_end() {
+	local busy total
+	read -r busy total < <(cpu_ticks)
+	phase_seconds+=($((SECONDS - phase_start)))
+	phase_busy+=($(((busy - phase_cpu0_busy) * 100 / (total - phase_cpu0_total > 0 ? total - phase_cpu0_total : 1))))
+	phase_cpu0_busy=$busy phase_cpu0_total=$total
+}
 phase() {
 	if [ ${#phase_titles[@]} -gt 0 ]; then
-		phase_seconds+=($((SECONDS - phase_start)))
+		phase_end
 	fi
 	phase_titles+=("${1%% (*}") phase_start=$SECONDS
 	echo "== $1"
@@ -227,10 +241,10 @@ printf '%s\n' "${s_lines[@]}"
 echo "sanitizer reports in the psync fstests: $s_reports"
 echo "VM fstests: ${v_line:-(no count)}"
 echo "retried after a rig stall: $f_retry"
-phase_seconds+=($((SECONDS - phase_start)))
+phase_end
 times=time: sep=" "
 for i in "${!phase_titles[@]}"; do
-	times+="$sep${phase_titles[$i]} ${phase_seconds[$i]} s" sep=", "
+	times+="$sep${phase_titles[$i]} ${phase_seconds[$i]} s (CPU ${phase_busy[$i]}% busy)" sep=", "
 done
 echo "$times; in all $SECONDS s"
 echo "total: $pass passed, $fail failed, $skip skipped"
