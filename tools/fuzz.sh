@@ -6,6 +6,8 @@
 # outside the repository, so that the seeds in the repository are only read.
 #   tools/fuzz.sh [SECONDS]     SECONDS per target: the argument, else WZ_FUZZ_SECONDS, else 10;
 #                               0 runs the seeds only.
+#   tools/fuzz.sh build         only the build (tools/test-all.sh runs it in the background;
+#                               a later run finds it done).
 # Environment: WZ_FUZZ_WORK (working corpora and crashes, default /var/tmp/wzero-fuzz: they
 # grow from run to run), WZ_FUZZ_JOBS (targets at once, default 2), WZ_FUZZ_BUILD (build dir).
 # One line per target, "fuzz NAME: N executions, corpus A -> B, passed|FAILED ...", with the
@@ -13,6 +15,11 @@
 # N skipped" (tools/test-all.sh counts it as a layer). Exit status 0 only if none failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_only=0
+if [ "${1:-}" = build ]; then
+	build_only=1
+	shift
+fi
 seconds=${1:-${WZ_FUZZ_SECONDS:-10}}
 build=${WZ_FUZZ_BUILD:-$repo/build-fuzz}
 work=${WZ_FUZZ_WORK:-/var/tmp/wzero-fuzz}
@@ -37,6 +44,10 @@ if ! cmake -S "$repo" -B "$build" -DWZERO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebI
 	echo "fuzz.sh: the build in $build failed" >&2
 	echo "fuzz: 0 passed, 1 failed, 0 skipped"
 	exit 1
+fi
+if [ "$build_only" = 1 ]; then
+	echo "fuzz: built in $((SECONDS - start)) s"
+	exit 0
 fi
 echo "fuzz: built in $((SECONDS - start)) s; $seconds s per target, $jobs at once; work in $work"
 

@@ -91,6 +91,12 @@ fi
 san_build_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" build >"$san_build_log" 2>&1 &
 san_build_pid=$!
+# The fuzz targets' build (clang, build-fuzz/) likewise, beside the unit tests; the fuzz phase
+# waits for it and prints its log. A failed build fails that phase (tools/fuzz.sh builds
+# again there and says why).
+fuzz_build_log=$(mktemp)
+bash "$repo/tools/fuzz.sh" build >"$fuzz_build_log" 2>&1 &
+fuzz_build_pid=$!
 
 phase "unit tests (ctest)"
 ctest_log=$(mktemp)
@@ -125,6 +131,11 @@ u_skip=$((u_skip + u_disabled))
 # The libFuzzer targets (fuzz/): each over its seeds, then WZ_FUZZ_SECONDS (default 10) of
 # fuzzing; a crash fails the layer and tools/fuzz.sh prints the kept input's path.
 phase "fuzz (tools/fuzz.sh)"
+fuzz_build_rc=0
+wait "$fuzz_build_pid" || fuzz_build_rc=$?
+echo "(the background fuzz build ended with status $fuzz_build_rc)"
+cat "$fuzz_build_log"
+rm -f "$fuzz_build_log"
 fuzz_log=$(mktemp)
 bash "$repo/tools/fuzz.sh" | tee "$fuzz_log"
 z_line=$(sed -n 's/^fuzz: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fuzz_log" | tail -n 1)
