@@ -1,11 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Benchmark on the host: durable 4 KiB overwrites at QD 1 through wz::writer on a loop-backed
-# ext4 file preallocated written (wzero alloc) vs unwritten (fallocate), both in the same
-# mode (flush: a loop device is write-back without FUA) and as O_DSYNC (dsync), rounds
-# interleaved, medians. The ceiling is the same writes on the written file with no durability
-# at all (--mode through --unsafe-through: plain O_DIRECT, no flush); "of ceiling" is each
-# row's IOPS over it. The public figure on NVMe: 98.8k (written) vs 20.1k (unwritten) IOPS.
+# Benchmark on the host: durable 4 KiB random overwrites through wz::writer's asynchronous API
+# at QD 1 and QD 8, on three targets: a file on ext4 over a direct-I/O loop device
+# preallocated written (wzero alloc) or unwritten (fallocate), and a raw direct-I/O loop
+# device of its own. Each in auto (what wzero picks: flush mode here, a loop device being
+# write-back without FUA), flush and dsync (O_DSYNC, the baseline auto must never lose to),
+# rounds interleaved, medians. The ceiling is the same writes with no durability at all
+# (--mode through --unsafe-through: plain O_DIRECT, no flush), on the written file and on the
+# raw device; "of ceiling" is each row's IOPS over its target's. Each round runs the modes in
+# another order. The summary gives auto over
+# dsync per target and queue depth (at least 1 is the goal) and written over unwritten (the
+# reason to preallocate written extents; the public figure on NVMe: 98.8k against 20.1k IOPS).
 #   bench/write-host.sh [OPS] [ROUNDS]       (root; default 5000 writes, 3 rounds)
 # WZ_BENCH_BEFORE=BUILD_DIR runs every row a second time in the same rounds with that build's
 # wzero (a worktree of an earlier commit built with tools/build.sh), and adds "before" rows
@@ -23,51 +28,113 @@ fi
 # shellcheck source=common.sh
 . "$repo/bench/common.sh"
 bench_ext4_on_loop 2G --direct-io=on
+# The raw target: a loop device of its own over an image beside the filesystem's, written
+# whole first: a write into a hole of a sparse image allocates blocks in the filesystem
+# under it, a cost only the runs that come first would pay.
+dd if=/dev/zero of="$work/raw.img" bs=1M count=256 oflag=direct status=none
+raw=$(losetup -f --show --direct-io=on "$work/raw.img")
+trap 'bench_cleanup; losetup -d "$raw"' EXIT
 : >"$work/results"
-for _ in $(seq "$rounds"); do
+modes_of() { # target
+	case $1 in
+	unwritten) echo auto flush dsync ;;
+	*) echo auto flush dsync ceiling ;;
+	esac
+}
+# rotated N WORD...: the words, starting at the Nth (modulo their count): each round runs the
+# modes in another order, so that none always runs first or last.
+rotated() {
+	local n=$1
+	shift
+	local -a w=("$@")
+	for ((i = 0; i < ${#w[@]}; i++)); do echo "${w[(i + n) % ${#w[@]}]}"; done
+}
+for round in $(seq "$rounds"); do
 	for build in now ${before:+before}; do
 		bin=$wzero
 		[ "$build" = before ] && bin=$before
-		for kind in written unwritten; do
-			for mode in flush dsync ceiling; do
-				[ "$mode" = ceiling ] && [ "$kind" = unwritten ] && continue
-				margs=(--mode "$mode")
-				[ "$mode" = ceiling ] && margs=(--mode through --unsafe-through)
-				f=$work/mnt/$kind
-				rm -f "$f"
-				if [ "$kind" = written ]; then
-					"$bin" alloc -l 64M "$f" >/dev/null
-				else
-					fallocate -l 64M "$f"
-				fi
-				sync
-				iops=$("$bin" bench write --json "${margs[@]}" --ops "$ops" --random "$f" | jq .iops)
-				echo "$build $kind $mode $iops" >>"$work/results"
+		for qd in 1 8; do
+			for target in written unwritten raw; do
+				# shellcheck disable=SC2046 # the modes, one word each
+				for mode in $(rotated "$round" $(modes_of "$target")); do
+					margs=()
+					case $mode in
+					auto) ;;
+					ceiling) margs=(--mode through --unsafe-through) ;;
+					*) margs=(--mode "$mode") ;;
+					esac
+					path=$raw
+					if [ "$target" != raw ]; then
+						path=$work/mnt/$target
+						rm -f "$path"
+						if [ "$target" = written ]; then
+							"$bin" alloc -l 64M "$path" >/dev/null
+						else
+							fallocate -l 64M "$path"
+						fi
+					fi
+					# Every run starts with nothing left to write back below it: the ceiling's
+					# writes, which no flush followed, would otherwise be flushed by the first
+					# durable write of the run after it (the loop devices' images sit on this
+					# machine's own disk, which has a cache of its own).
+					sync
+					"$bin" bench write --json "${margs[@]}" --qd "$qd" --ops "$ops" --random "$path" |
+						jq -r --arg p "$build $target $qd $mode" '"\($p) \(.iops) \(.latency_us.p50)"' \
+							>>"$work/results"
+				done
 			done
 		done
 	done
 done
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-echo "durable 4 KiB random overwrites at QD 1, ext4 on a direct-I/O loop device, median of $rounds rounds"
-printf '%-10s %-8s %10s %18s %11s\n' file mode IOPS "written/unwritten" "of ceiling"
-# row BUILD KIND MODE: the median IOPS
-row() { awk -v b="$1" -v k="$2" -v m="$3" '$1 == b && $2 == k && $3 == m { print $4 }' "$work/results" | median; }
+# cell BUILD TARGET QD MODE FIELD: the median of FIELD (5: IOPS, 6: p50 us)
+cell() {
+	awk -v b="$1" -v t="$2" -v q="$3" -v m="$4" -v f="$5" '$1 == b && $2 == t && $3 == q && $4 == m { print $f }' \
+		"$work/results" | median
+}
+ratio() { printf '%.2fx' "$(echo "$1 / $2" | bc -l)"; }
+echo "durable 4 KiB random overwrites, asynchronous API, ext4 on a direct-I/O loop device (written and"
+echo "unwritten file) and a raw direct-I/O loop device, $ops writes each, median of $rounds rounds"
 for build in now ${before:+before}; do
 	[ "$build" = before ] && echo "with WZ_BENCH_BEFORE's wzero ($before):"
-	c=$(row "$build" written ceiling)
-	for mode in flush dsync; do
-		w=$(row "$build" written "$mode")
-		u=$(row "$build" unwritten "$mode")
-		printf '%-10s %-8s %10.0f %18s %11.2f\n' written "$mode" "$w" "$(printf '%.2fx' "$(echo "$w / $u" | bc -l)")" \
-			"$(echo "$w / $c" | bc -l)"
-		printf '%-10s %-8s %10.0f %18s %11.2f\n' unwritten "$mode" "$u" "" "$(echo "$u / $c" | bc -l)"
+	printf '%-10s %3s %-8s %9s %9s %11s\n' target QD mode IOPS "p50 us" "of ceiling"
+	for qd in 1 8; do
+		for target in written unwritten raw; do
+			ct=$target
+			[ "$target" = unwritten ] && ct=written
+			c=$(cell "$build" "$ct" "$qd" ceiling 5)
+			for mode in $(modes_of "$target"); do
+				i=$(cell "$build" "$target" "$qd" "$mode" 5)
+				printf '%-10s %3s %-8s %9.0f %9.1f %11.2f\n' "$target" "$qd" "$mode" "$i" \
+					"$(cell "$build" "$target" "$qd" "$mode" 6)" "$(echo "$i / $c" | bc -l)"
+			done
+		done
 	done
-	printf '%-10s %-8s %10.0f %18s %11.2f\n' written ceiling "$c" "" 1
+	echo "auto over dsync, IOPS (at least 1.00x is the goal):"
+	for qd in 1 8; do
+		line="  QD $qd:"
+		for target in written unwritten raw; do
+			line+=" $target $(ratio "$(cell "$build" "$target" "$qd" auto 5)" "$(cell "$build" "$target" "$qd" dsync 5)")"
+		done
+		echo "$line"
+	done
+	echo "written over unwritten, IOPS:"
+	for qd in 1 8; do
+		line="  QD $qd:"
+		for mode in auto dsync; do
+			line+=" $mode $(ratio "$(cell "$build" written "$qd" "$mode" 5)" "$(cell "$build" unwritten "$qd" "$mode" 5)")"
+		done
+		echo "$line"
+	done
 done
 if [ -n "$before" ]; then
 	echo "after/before, IOPS of the same row:"
-	for kind_mode in "written flush" "written dsync" "unwritten flush" "unwritten dsync" "written ceiling"; do
-		read -r kind mode <<<"$kind_mode"
-		printf '%-10s %-8s %10.2fx\n' "$kind" "$mode" "$(echo "$(row now "$kind" "$mode") / $(row before "$kind" "$mode")" | bc -l)"
+	for qd in 1 8; do
+		for target in written unwritten raw; do
+			for mode in $(modes_of "$target"); do
+				printf '%-10s %3s %-8s %9s\n' "$target" "$qd" "$mode" \
+					"$(ratio "$(cell now "$target" "$qd" "$mode" 5)" "$(cell before "$target" "$qd" "$mode" 5)")"
+			done
+		done
 	done
 fi
