@@ -44,7 +44,7 @@ modes_of() { # target
 # rotated N WORD...: the words, starting at the Nth (modulo their count): each round runs the
 # modes in another order, so that none always runs first or last.
 rotated() {
-	local n=$1
+	local n=$1 i
 	shift
 	local -a w=("$@")
 	for ((i = 0; i < ${#w[@]}; i++)); do echo "${w[(i + n) % ${#w[@]}]}"; done
