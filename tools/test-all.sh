@@ -59,17 +59,20 @@ kill_tree() {
 # 072, 079), so that one QEMU runs at a time and the host lane keeps its core; they use more of
 # build/ than the guest does (bench/'s tools), so they wait for the whole build. Their logs
 # are printed, and counted, in the last phase.
-# The lane runs at nice -5: it is one thread at a time (QEMU's TCG, then a crash test's
+# The lane runs at nice -10: it is one thread at a time (QEMU's TCG, then a crash test's
 # replay checks) and the longest path of the run, while the host layers run several
-# processes at once (ctest -j 2, the sanitizer builds, tests that fork); at equal priority
-# they took a share of its core (nvme/053: 163 to 205 s in CI, 70 s alone). The host layers
-# still have the other core.
+# processes at once (ctest -j 2, the sanitizer and fuzz builds beside it: six compilers);
+# at equal priority they took a share of its core (nvme/053: 163 to 205 s in CI, 70 s
+# alone), and at nice -5 still a third of it while they compiled (nvme/016 35 s in CI, 27 s
+# alone). At -10 its weight is more than nine jobs of nice 0 together, so it keeps a whole
+# core; with a second CI run beside it, the two lanes still leave the host layers most of
+# a core (at -19 they would leave them a few per cent).
 vm_log=$(mktemp) vmhost_log=$(mktemp) build_done=$(mktemp -d)
 vm_start=$SECONDS
 {
-	nice -n -5 "$repo/fstests/check" --vm "$@" >"$vm_log" 2>&1
+	nice -n -10 "$repo/fstests/check" --vm "$@" >"$vm_log" 2>&1
 	while [ ! -e "$build_done/status" ]; do sleep 5; done
-	nice -n -5 "$repo/fstests/check" --no-vm -g vm "$@" >"$vmhost_log" 2>&1
+	nice -n -10 "$repo/fstests/check" --no-vm -g vm "$@" >"$vmhost_log" 2>&1
 } &
 vm_pid=$!
 phase "build (tools/build.sh: the rest of build/)"
