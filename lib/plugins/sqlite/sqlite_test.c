@@ -319,6 +319,25 @@ static void real_run(const char* extension, const char* dir) {
     sqlite3_close(loader);
     CHECK(sqlite3_vfs_find("wzero") != NULL, "VFS wzero registered");
     CHECK(sqlite3_vfs_find(NULL) != sqlite3_vfs_find("wzero"), "wzero is not the default VFS");
+    {
+        /* The unix VFS's system-call overrides, passed on (version 3): SQLite's tests inject
+         * failures through them. Replaced through wzero, seen by unix, and restored. */
+        sqlite3_vfs* wz = sqlite3_vfs_find("wzero");
+        sqlite3_vfs* unix_vfs = sqlite3_vfs_find("unix");
+        CHECK(wz->iVersion == 3 && wz->xSetSystemCall != NULL, "wzero is a version 3 VFS");
+        sqlite3_syscall_ptr real = unix_vfs->xGetSystemCall(unix_vfs, "getpagesize");
+        CHECK(real != NULL && wz->xGetSystemCall(wz, "getpagesize") == real, "xGetSystemCall passed on");
+        CHECK(wz->xNextSystemCall(wz, NULL) != NULL &&
+                  strcmp(wz->xNextSystemCall(wz, NULL), unix_vfs->xNextSystemCall(unix_vfs, NULL)) == 0,
+              "xNextSystemCall passed on");
+        CHECK(wz->xSetSystemCall(wz, "getpagesize", (sqlite3_syscall_ptr)abort) == SQLITE_OK &&
+                  unix_vfs->xGetSystemCall(unix_vfs, "getpagesize") == (sqlite3_syscall_ptr)abort,
+              "xSetSystemCall reaches the unix VFS");
+        CHECK(wz->xSetSystemCall(wz, NULL, NULL) == SQLITE_OK &&
+                  unix_vfs->xGetSystemCall(unix_vfs, "getpagesize") == real,
+              "xSetSystemCall(NULL) restores the unix VFS's calls");
+        CHECK(wz->xSetSystemCall(wz, "no_such_call", NULL) == SQLITE_NOTFOUND, "an unknown call is SQLITE_NOTFOUND");
+    }
 
     /* 1 MiB WAL chunks: 600 frames of 4 KiB + 24 go over the first one. */
     snprintf(uri, sizeof uri, "file:%s?wzero_wal_chunk=1048576", db_path);

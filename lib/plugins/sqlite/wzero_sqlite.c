@@ -622,8 +622,26 @@ static int wzs_current_time_int64(sqlite3_vfs* vfs, sqlite3_int64* out) {
     return wzs_unix_vfs->xCurrentTimeInt64(wzs_unix_vfs, out);
 }
 
+/* Version 3: the unix VFS's system-call overrides, passed on (SQLite's own tests replace its
+ * system calls through the default VFS to inject failures). The VFS's own calls (fstat,
+ * sync_file_range, libwzero's) are not overridden by them. */
+static int wzs_set_system_call(sqlite3_vfs* vfs, const char* name, sqlite3_syscall_ptr call) {
+    (void)vfs;
+    return wzs_unix_vfs->xSetSystemCall(wzs_unix_vfs, name, call);
+}
+
+static sqlite3_syscall_ptr wzs_get_system_call(sqlite3_vfs* vfs, const char* name) {
+    (void)vfs;
+    return wzs_unix_vfs->xGetSystemCall(wzs_unix_vfs, name);
+}
+
+static const char* wzs_next_system_call(sqlite3_vfs* vfs, const char* name) {
+    (void)vfs;
+    return wzs_unix_vfs->xNextSystemCall(wzs_unix_vfs, name);
+}
+
 static sqlite3_vfs wzs_vfs = {
-    2,    /* iVersion: xCurrentTimeInt64; the system-call overrides (v3) stay the unix VFS's */
+    3,    /* iVersion: set to the unix VFS's (2 or 3) at registration */
     0,    /* szOsFile: set at registration */
     0,    /* mxPathname: the unix VFS's */
     NULL, /* pNext */
@@ -642,9 +660,9 @@ static sqlite3_vfs wzs_vfs = {
     wzs_current_time,
     wzs_get_last_error,
     wzs_current_time_int64,
-    NULL,
-    NULL,
-    NULL,
+    wzs_set_system_call,
+    wzs_get_system_call,
+    wzs_next_system_call,
 };
 
 #ifdef __cplusplus
@@ -671,6 +689,7 @@ extern "C"
     }
     wzs_vfs.szOsFile = (int)WZS_HEAD_BYTES + wzs_unix_vfs->szOsFile;
     wzs_vfs.mxPathname = wzs_unix_vfs->mxPathname;
+    wzs_vfs.iVersion = wzs_unix_vfs->iVersion >= 3 ? 3 : 2;
     rc = sqlite3_vfs_register(&wzs_vfs, 0);
     return rc == SQLITE_OK ? SQLITE_OK_LOAD_PERMANENTLY : rc;
 }
