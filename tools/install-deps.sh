@@ -19,6 +19,9 @@ packages=(
 	bash-completion
 	# the SQLite VFS (lib/plugins/sqlite) and its tests with Debian's own shell
 	libsqlite3-dev sqlite3
+	# SQLite's own test suite on the VFS (tools/sqlite-testsuite.sh): its testfixture is Tcl,
+	# and the source package is unpacked with dpkg-source
+	tcl8.6-dev dpkg-dev
 	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest
 	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
 	# VM rig device model (vm/run --flush-latency): nbdkit + a filter built against its header
