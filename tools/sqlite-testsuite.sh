@@ -174,11 +174,13 @@ expected=$repo/tools/sqlite-testsuite.expected
 # prints "ERRORS TESTS FAILED-NAME..." ("- -" when the run printed no summary: it stopped
 # part-way).
 run_file() { # run file
-	local vfs=$1 f=$2 dir=$work/$1/${2%.test} env=() summary
+	local vfs=$1 f=$2 dir=$work/$1/${2%.test} summary
+	# The caller's own settings of the two never reach a run.
+	local env=(-u WZ_TESTFIXTURE_VFS -u WZ_TESTFIXTURE_WAL_CHUNK)
 	rm -rf "$dir" && mkdir -p "$dir"
 	case $vfs in
-	wzero) env=(WZ_TESTFIXTURE_VFS=wzero) ;;
-	nochunk) env=(WZ_TESTFIXTURE_VFS=wzero WZ_TESTFIXTURE_WAL_CHUNK=0) ;;
+	wzero) env+=(WZ_TESTFIXTURE_VFS=wzero) ;;
+	nochunk) env+=(WZ_TESTFIXTURE_VFS=wzero WZ_TESTFIXTURE_WAL_CHUNK=0) ;;
 	esac
 	(cd "$dir" && env "${env[@]}" timeout -k 10 1800 "$build/testfixture" "$build/src/test/$f") \
 		>"$dir/out.txt" 2>&1 </dev/null
