@@ -101,6 +101,21 @@ fuzz_build_log=$(mktemp)
 bash "$repo/tools/fuzz.sh" build >"$fuzz_build_log" 2>&1 &
 fuzz_build_pid=$!
 
+# keep_failures WHAT LOG: copies each failed test's lines from LOG (fstests/check's
+# "... [failed, WHY]" line with the diff or output indented under it, ctest's "***Failed"
+# lines and its closing list) to fail_log, printed again before the total: CI shows the
+# run's last lines, and a failure of the first layer is thousands of lines above them.
+fail_log=$(mktemp)
+keep_failures() { # what log
+	awk -v what="$1" '
+		/\[failed, / { print "[" what "] " $0; inblock = 1; n = 0; next }
+		inblock && /^    / { if (n++ < 40) print; next }
+		{ inblock = 0 }
+		/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: / && !/ Passed +[0-9.]+ sec$/ &&
+			!/\*\*\*Skipped +[0-9.]+ sec$/ && !/Not Run \(Disabled\)/ { print "[" what "] " $0 }
+		/^sanitizers \(fstests\): [1-9][0-9]* reports$/ || /^fuzz .*, FAILED / { print "[" what "] " $0 }
+	' "$2" >>"$fail_log"
+}
 phase "unit tests (ctest)"
 ctest_log=$(mktemp)
 (cd "$repo/build" && ctest -j 2 --output-on-failure) | tee "$ctest_log"
@@ -120,6 +135,7 @@ read -r u_pass u_fail u_skip u_disabled < <(awk '
 	END { print p + 0, f + 0, s + 0, d + 0 }' "$ctest_log")
 u_total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$ctest_log")
 u_total_fail=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$ctest_log")
+keep_failures unit "$ctest_log"
 rm -f "$ctest_log"
 if [ -z "$u_total" ]; then
 	echo "test-all: ctest printed no summary" >&2
@@ -142,6 +158,7 @@ rm -f "$fuzz_build_log"
 fuzz_log=$(mktemp)
 bash "$repo/tools/fuzz.sh" | tee "$fuzz_log"
 z_line=$(sed -n 's/^fuzz: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fuzz_log" | tail -n 1)
+keep_failures fuzz "$fuzz_log"
 rm -f "$fuzz_log"
 if [ -z "$z_line" ]; then
 	echo "test-all: tools/fuzz.sh printed no summary" >&2
@@ -176,6 +193,7 @@ phase "host fstests (fstests/check --no-vm -x vm; group vm on the VM lane)"
 fst_log=$(mktemp)
 "$repo/fstests/check" --no-vm -x vm "$@" | tee "$fst_log"
 add_counts "fstests/check --no-vm" "$(check_summary "$fst_log")"
+keep_failures "host fstests" "$fst_log"
 h_line=$(layer_counts "$fst_log" "host fstests")
 rm -f "$fst_log"
 
@@ -200,6 +218,7 @@ for s in asan tsan; do
 	read -r a _ b _ c _ <<<"$s_line"
 	s_pass=$((s_pass + a)) s_fail=$((s_fail + b)) s_skip=$((s_skip + c))
 done
+keep_failures sanitizers "$san_log"
 rm -f "$san_log"
 
 # The host tests whose work goes through an I/O engine, again on the second engine: what
@@ -221,6 +240,7 @@ fst_log=$(mktemp)
 bash "$repo/tools/sanitize.sh" fstests "${psync_groups[@]}" "$@" | tee "$fst_log"
 add_counts "fstests/check --engine psync" "$(check_summary "$fst_log")"
 ph_line=$(layer_counts "$fst_log" "host fstests (psync)")
+keep_failures "host fstests (psync)" "$fst_log"
 s_reports=$(sed -n 's/^sanitizers (fstests): \([0-9]*\) reports$/\1/p' "$fst_log" | tail -n 1)
 rm -f "$fst_log"
 if [ -z "$s_reports" ]; then
@@ -235,11 +255,13 @@ echo "(the VM fstests ran $((SECONDS - vm_start)) s beside the host layers)"
 cat "$vm_log"
 add_counts "fstests/check --vm" "$(check_summary "$vm_log")"
 v_line=$(layer_counts "$vm_log" "VM fstests" retried)
+keep_failures "VM fstests" "$vm_log"
 rm -f "$vm_log"
 echo "== host fstests of group vm (fstests/check --no-vm -g vm, after the VM configurations)"
 cat "$vmhost_log"
 add_counts "fstests/check --no-vm -g vm" "$(check_summary "$vmhost_log")"
 hv_line=$(layer_counts "$vmhost_log" "host fstests")
+keep_failures "host fstests (group vm)" "$vmhost_log"
 rm -rf "$vmhost_log" "$build_done"
 
 pass=$((u_pass + z_pass + f_pass + s_pass))
@@ -255,6 +277,12 @@ printf '%s\n' "${s_lines[@]}"
 echo "sanitizer reports in the psync fstests: $s_reports"
 echo "VM fstests: ${v_line:-(no count)}"
 echo "retried after a rig stall: $f_retry"
+if [ -s "$fail_log" ]; then
+	echo "failures, as their layers printed them (a VM test retried after a rig stall shows its" \
+		"first boot here; the second boot's result is the one counted):"
+	cat "$fail_log"
+fi
+rm -f "$fail_log"
 phase_end
 times=time: sep=" "
 for i in "${!phase_titles[@]}"; do
