@@ -10,8 +10,10 @@
 #                               a later run finds it done).
 # Environment: WZ_FUZZ_WORK (working corpora and crashes, default /var/tmp/wzero-fuzz: they
 # grow from run to run), WZ_FUZZ_JOBS (targets at once, default 2), WZ_FUZZ_BUILD (build dir).
+# Two runs may share WORK (a CI run beside another): the corpora and crashes are shared, each
+# run's logs and verdicts are its own (WORK/run.XXXXXX, removed when every target passed).
 # One line per target, "fuzz NAME: N executions, corpus A -> B, passed|FAILED ...", with the
-# kept crashing input's path on a failure; the last line is "fuzz: N passed, N failed,
+# kept crashing input's path and the log on a failure; the last line is "fuzz: N passed, N failed,
 # N skipped" (tools/test-all.sh counts it as a layer). Exit status 0 only if none failed.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,28 +57,25 @@ mapfile -t targets < <(grep -v '^$' "$build/fuzz/fuzz_targets.txt")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-# One target: the seeds once, then SECONDS of fuzzing; the verdict and numbers in $dir/result.
+# One target: the seeds once, then SECONDS of fuzzing; the verdict and numbers in $out/NAME.result.
 run_target() { # name
 	local name=$1 bin=$build/fuzz/fuzz_$1 seeds=$repo/fuzz/corpus/$1 dir=$work/$1
-	local corpus=$dir/corpus crashes=$dir/crashes dict=()
+	local corpus=$dir/corpus crashes=$dir/crashes dict=() log=$out/$1.log
 	mkdir -p "$corpus" "$crashes"
 	[ -f "$repo/fuzz/$name.dict" ] && dict=(-dict="$repo/fuzz/$name.dict")
 	local before after rc execs=0
 	before=$(find "$corpus" -type f | wc -l)
-	"$bin" -runs=0 -artifact_prefix="$crashes/" "$seeds" >"$dir/seeds.log" 2>&1
+	"$bin" -runs=0 -artifact_prefix="$crashes/" "$seeds" >"$log" 2>&1
 	rc=$?
 	if [ "$rc" -eq 0 ] && [ "$seconds" -gt 0 ]; then
 		"$bin" -max_total_time="$seconds" -print_final_stats=1 -timeout=5 -rss_limit_mb=1024 -max_len=4096 \
-			"${dict[@]}" -artifact_prefix="$crashes/" "$corpus" "$seeds" >"$dir/fuzz.log" 2>&1
+			"${dict[@]}" -artifact_prefix="$crashes/" "$corpus" "$seeds" >>"$log" 2>&1
 		rc=$?
-		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" | tail -n 1)
-		log=$dir/fuzz.log
-	else
-		log=$dir/seeds.log
+		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 	fi
 	after=$(find "$corpus" -type f | wc -l)
 	if [ "$rc" -eq 0 ]; then
-		echo "fuzz $name: ${execs:-0} executions, corpus $before -> $after, passed" >"$dir/result"
+		echo "fuzz $name: ${execs:-0} executions, corpus $before -> $after, passed" >"$out/$name.result"
 	else
 		local input why
 		input=$(sed -n 's/.*Test unit written to //p' "$log" | tail -n 1)
@@ -86,14 +85,14 @@ run_target() { # name
 			echo "  ${why:-see $log}"
 			echo "  input kept: ${input:-none written (see $log)}"
 			echo "  log: $log"
-		} >"$dir/result"
+		} >"$out/$name.result"
 	fi
 }
 
 mkdir -p "$work"
+out=$(mktemp -d "$work/run.XXXXXX") || exit 1
 running=0
 for t in "${targets[@]}"; do
-	rm -f "$work/$t/result"
 	run_target "$t" &
 	running=$((running + 1))
 	if [ "$running" -ge "$jobs" ]; then
@@ -105,9 +104,9 @@ wait
 
 pass=0 fail=0 skip=0
 for t in "${targets[@]}"; do
-	if [ -f "$work/$t/result" ]; then
-		cat "$work/$t/result"
-		if grep -q ', passed$' "$work/$t/result"; then
+	if [ -f "$out/$t.result" ]; then
+		cat "$out/$t.result"
+		if grep -q ', passed$' "$out/$t.result"; then
 			pass=$((pass + 1))
 		else
 			fail=$((fail + 1))
@@ -117,6 +116,7 @@ for t in "${targets[@]}"; do
 		fail=$((fail + 1))
 	fi
 done
+[ "$fail" -eq 0 ] && rm -rf "$out"
 echo "fuzz: took $((SECONDS - start)) s in all"
 echo "fuzz: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
