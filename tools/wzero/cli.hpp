@@ -137,6 +137,11 @@ CLI::Validator positive_seconds();
 // long run (alloc, bench write) stops submitting, reaps what is in flight, says how far it got
 // and exits 1. Further signals while it stops change nothing (only SIGKILL kills).
 const std::atomic<bool>& catch_stop_signals();
+// Once the run has returned: those signals wait (blocked in this thread) instead of
+// interrupting what it prints. A handler that interrupts a write to a slow stderr (a pipe
+// nobody reads yet, a terminal on a stalled link) makes it fail with EINTR, and a second
+// Ctrl-C would lose "interrupted by ..." and "stopped after zeroing N of M bytes".
+void hold_stop_signals();
 // The first of those signals caught, 0 if none; its name ("SIGTERM").
 int stop_signal();
 std::string signal_name(int sig);

@@ -291,6 +291,7 @@ int run_alloc(const alloc_args& a) {
 
     wz::preallocate_report partial;
     auto r = wz::preallocate(a.path, offset, length, opt, &partial);
+    hold_stop_signals();
     bar.finish();
     if (!r) {
         const auto& e = r.error();

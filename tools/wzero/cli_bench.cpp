@@ -287,6 +287,7 @@ int run_bench_write(const bench_args& a) {
     const double cpu0 = cpu_seconds();
     const std::string failure = a.threads > 0 ? run_threads(*w, a, bs, offset, slots, ops, deadline, interrupted)
                                               : run_async(*w, a, bs, offset, slots, ops, deadline, interrupted);
+    hold_stop_signals();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_seconds() - cpu0;
     const int sig = stop_signal();  // one that comes later, while closing, changes nothing

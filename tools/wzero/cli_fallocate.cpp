@@ -222,6 +222,7 @@ int run(const request& rq) {
         rq.what == action::write_zeroes || rq.what == action::zero_range
             ? wz::preallocate(rq.path, rq.offset, rq.length, opt, &partial)
             : wz::allocate(rq.path, rq.offset, rq.length, opt, &partial);
+    hold_stop_signals();
     if (!r) {
         const auto& e = r.error();
         if (e.code.value() == ECANCELED && stop_signal() != 0) {

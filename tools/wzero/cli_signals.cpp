@@ -25,6 +25,24 @@ extern "C" void on_stop_signal(int sig) {
 
 }  // namespace
 
+namespace {
+
+// The signals catch_stop_signals() catches.
+sigset_t stop_signal_set() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,
+                    SIGPWR, SIGSTKFLT, SIGXCPU}) {
+        sigaddset(&set, sig);
+    }
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) {
+        sigaddset(&set, sig);
+    }
+    return set;
+}
+
+}  // namespace
+
 const std::atomic<bool>& catch_stop_signals() {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
@@ -37,14 +55,18 @@ const std::atomic<bool>& catch_stop_signals() {
     // timer, a closed pipe), the real-time ones included. Not the ones a fault raises (SIGSEGV,
     // SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT): returning from those would run the
     // faulting code again. SIGXFSZ is ignored instead (main.cpp).
-    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,
-                    SIGPWR, SIGSTKFLT, SIGXCPU}) {
-        (void)sigaction(sig, &sa, nullptr);  // wz: ignored-error (cannot fail for these; the default would kill)
-    }
-    for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) {
-        (void)sigaction(sig, &sa, nullptr);  // wz: ignored-error (as above)
+    const sigset_t set = stop_signal_set();
+    for (int sig = 1; sig <= SIGRTMAX; ++sig) {
+        if (sigismember(&set, sig) == 1) {
+            (void)sigaction(sig, &sa, nullptr);  // wz: ignored-error (cannot fail for these; the default would kill)
+        }
     }
     return stop_requested;
+}
+
+void hold_stop_signals() {
+    const sigset_t set = stop_signal_set();
+    (void)pthread_sigmask(SIG_BLOCK, &set, nullptr);  // wz: ignored-error (fails only for a bad HOW)
 }
 
 int stop_signal() { return first_signal.load(); }
