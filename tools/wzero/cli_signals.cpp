@@ -23,10 +23,6 @@ extern "C" void on_stop_signal(int sig) {
     stop_requested.store(true);
 }
 
-}  // namespace
-
-namespace {
-
 // The signals catch_stop_signals() catches.
 sigset_t stop_signal_set() {
     sigset_t set;
