@@ -13,6 +13,8 @@ packages=(
 	# the CLI's tables (lsblk's library; same source package as libmount)
 	libsmartcols-dev
 	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
+	# fstests/src/wz_noring: io_uring refused through seccomp, as a container refuses it
+	libseccomp-dev
 	# host tests
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
 	# bash completion: its completionsdir (pkg-config) and ctest cli.completion
