@@ -463,6 +463,14 @@ result<io_outcome> uring_engine::nvme_write_zeroes(const nvme_target& t, std::sp
             return engine_for(io_engine::psync)
                 .nvme_write_zeroes(t, cmds, queue_depth, progress, rate, used, choice, out);
         }
+        if (zeroer.setup_errno() == EPERM || zeroer.setup_errno() == ENOSYS) {
+            // io_uring was asked for and is refused for good: an error, as for data writes on
+            // this engine, not a quiet move to the ioctl under the name of io_uring. (EINVAL
+            // is a kernel without SQE128|CQE32, whose rings still work: the ioctl is its route.)
+            return make_error_msg(zeroer.setup_errno(),
+                                  fmt::format("nvme write zeroes {}: io_uring setup ({} entries): {}", t.dev_path,
+                                              depth, errno_text(zeroer.setup_errno())));
+        }
         if (rc < 0) {
             if (used != nullptr) {
                 *used = passthrough_path::uring_cmd;
