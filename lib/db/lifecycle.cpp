@@ -236,12 +236,19 @@ status create_zeroed(int dirfd, const std::string& path_arg, std::uint64_t size,
         return tmp.error();
     }
     const std::string how = tmp->how();
+    // The name must never point at data that is not durable: where the filesystem commits in
+    // order, the commit that the directory's fsync forces carries the file and its name
+    // together; elsewhere the file is made durable first.
+    zero::sync_plan sync;
+    if (auto journal = target::ordered_journal(dir.get())) {
+        sync.by_name_commit = std::move(*journal);
+    }
 
     preallocate_report rep;
     if (size > 0) {
         preallocate_options o = options;
-        o.sync = true;  // the name must never point at data that is not durable
-        auto r = zero::preallocate(tmp->fd(), path, 0, size, o, &rep);
+        o.sync = true;
+        auto r = zero::preallocate(tmp->fd(), path, 0, size, o, &rep, sync);
         if (r) {
             rep = std::move(*r);
         }
@@ -262,16 +269,21 @@ status create_zeroed(int dirfd, const std::string& path_arg, std::uint64_t size,
         }
         return {};
     }
-    // The fdatasync in preallocate() made the data, the size and the allocation durable, and
-    // with them the journal transactions before (the inode's creation, its mode): one flush,
-    // as PostgreSQL's one fsync. An empty file had none: fsync it here.
-    if (size == 0 && ::fsync(tmp->fd()) != 0) {
+    // Without the one commit: the fdatasync in preallocate() made the data, the size and the
+    // allocation durable, and with them the journal transactions before (the inode's creation,
+    // its mode), as PostgreSQL's fsync of a new segment. An empty file had none: fsync it here.
+    if (size == 0 && sync.by_name_commit.empty() && ::fsync(tmp->fd()) != 0) {
         return make_error("fsync", path, errno);
     }
     if (auto s = tmp->publish(true); !s.ok()) {
         return s;
     }
-    rep.decisions.push_back(fmt::format("create: {} linked and the directory {} fsync'ed", name, dir_path));
+    rep.decisions.push_back(
+        sync.by_name_commit.empty()
+            ? fmt::format("create: {} linked and the directory {} fsync'ed", name, dir_path)
+            : fmt::format("create: {} linked and the directory {} fsync'ed: one commit of {} for the file and its "
+                          "name",
+                          name, dir_path, sync.by_name_commit));
     if (report != nullptr) {
         *report = std::move(rep);
     }

@@ -390,6 +390,38 @@ status unnamed_file::publish(bool durable) {
     return {};
 }
 
+std::optional<std::string> ordered_journal(int dir) {
+    struct ::statfs sf {};
+    if (::fstatfs(dir, &sf) != 0) {
+        return std::nullopt;
+    }
+    if (sf.f_type == XFS_SUPER_MAGIC) {
+        return std::string("xfs's log");
+    }
+    if (sf.f_type != EXT4_SUPER_MAGIC) {
+        return std::nullopt;
+    }
+    // jbd2 names an internal journal after the filesystem's device and the journal's inode
+    // (8), as /proc/fs/jbd2/ lists it; a missing entry is no journal, or one elsewhere.
+    struct ::stat st {};
+    if (::fstat(dir, &st) != 0) {
+        return std::nullopt;
+    }
+    std::array<char, PATH_MAX> link{};
+    const std::string sys = fmt::format("/sys/dev/block/{}:{}", major(st.st_dev), minor(st.st_dev));
+    const ssize_t n = ::readlink(sys.c_str(), link.data(), link.size() - 1);
+    if (n <= 0) {
+        return std::nullopt;
+    }
+    const std::string_view target(link.data(), static_cast<std::size_t>(n));
+    const std::string dev(target.substr(target.rfind('/') + 1));
+    struct ::stat js {};
+    if (dev.empty() || ::stat(fmt::format("/proc/fs/jbd2/{}-8", dev).c_str(), &js) != 0) {
+        return std::nullopt;
+    }
+    return fmt::format("ext4's journal on {}", dev);
+}
+
 status check_positioned_writes(int fd, const std::string& what) {
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl < 0) {

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace wz::target {
@@ -102,6 +103,18 @@ private:
     std::string temporary_;  // empty: nameless
     std::string how_;
 };
+
+// Whether one commit of the filesystem's journal, forced by the directory fsync after the
+// link, makes a new file durable together with its name. It does where the filesystem
+// commits its metadata in order (a later transaction is never durable without every earlier
+// one) and sends the device a flush before each commit record: then the file's allocation,
+// size and written extents, changed before the link, commit no later than the name, and data
+// whose writes had completed before the commit is covered by its flush. So on xfs (its log)
+// and on ext4 while a journal of its own is loaded (jbd2, /proc/fs/jbd2/DEV-8). Not on ext4
+// without a journal or with an external one, btrfs (an fsync writes a log tree of the inodes
+// it names), or anything else. DIR is a descriptor of the directory. Returns the journal's
+// name for the report ("ext4's journal on loop3", "xfs's log"), or nullopt.
+std::optional<std::string> ordered_journal(int dir);
 
 // A filesystem signature or partition table on an open block device, probed with libblkid
 // as blkdiscard(8) does: an empty string when there is none, else e.g. "ext4 file system"

@@ -147,7 +147,7 @@ void merge(preallocate_report& into, const preallocate_report& part) {
 }
 
 status allocate_file(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
-                     const preallocate_options& options, preallocate_report& rep) {
+                     const preallocate_options& options, const zero::sync_plan& sync, preallocate_report& rep) {
     const std::string what = fmt::format("allocate {} [offset {}, length {}]", path, offset, length);
     struct ::stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -225,7 +225,7 @@ status allocate_file(int fd, const std::string& path, std::uint64_t offset, std:
             };
         }
         preallocate_report part;
-        auto r = zero::preallocate_in_place(fd, path, p.offset, p.length, o, &part);
+        auto r = zero::preallocate_in_place(fd, path, p.offset, p.length, o, &part, sync);
         merge(rep, r ? *r : part);
         if (!r) {
             return r.error();
@@ -235,7 +235,7 @@ status allocate_file(int fd, const std::string& path, std::uint64_t offset, std:
     if (options.dry_run) {
         return {};
     }
-    if (todo.empty() && options.sync && ::fdatasync(fd) != 0) {
+    if (todo.empty() && options.sync && sync.by_name_commit.empty() && ::fdatasync(fd) != 0) {
         // Nothing to zero; still durable on return, as preallocate() is.
         return make_error_range("fdatasync", path, offset, length, errno);
     }
@@ -261,7 +261,8 @@ status allocate_file(int fd, const std::string& path, std::uint64_t offset, std:
 }
 
 result<preallocate_report> allocate_here(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                         const preallocate_options& options, preallocate_report* partial) {
+                                         const preallocate_options& options, const zero::sync_plan& sync,
+                                         preallocate_report* partial) {
     preallocate_report rep;
     rep.path = path;
     rep.offset = offset;
@@ -270,7 +271,7 @@ result<preallocate_report> allocate_here(int fd, const std::string& path, std::u
         rep.bytes_by_method[m] = 0;
     }
     const auto start = std::chrono::steady_clock::now();
-    auto s = allocate_file(fd, path, offset, length, options, rep);
+    auto s = allocate_file(fd, path, offset, length, options, sync, rep);
     rep.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (partial != nullptr) {
         *partial = rep;
@@ -289,14 +290,20 @@ result<preallocate_report> allocate(int fd, const std::string& path, std::uint64
                                     const preallocate_options& options, preallocate_report* partial) {
     return run_on_descriptor(
         fd, path, offset, length, options, partial,
-        [&](int d, preallocate_report* p) { return allocate_here(d, path, offset, length, options, p); }, true);
+        [&](int d, const zero::sync_plan& sync, preallocate_report* p) {
+            return allocate_here(d, path, offset, length, options, sync, p);
+        },
+        true);
 }
 
 result<preallocate_report> allocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                     const preallocate_options& options, preallocate_report* partial) {
     return run_on_path(
         path, offset, length, options, partial,
-        [&](int fd, preallocate_report* p) { return allocate_here(fd, path, offset, length, options, p); }, true);
+        [&](int fd, const zero::sync_plan& sync, preallocate_report* p) {
+            return allocate_here(fd, path, offset, length, options, sync, p);
+        },
+        true);
 }
 
 }  // namespace zero

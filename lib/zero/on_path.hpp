@@ -7,6 +7,8 @@
 // run in: callers wrap them in private_fd_table (util/private_fd_table.hpp) as the public calls
 // do.
 
+#include "zero/zero.hpp"
+
 #include <wzero/wzero.hpp>
 
 #include <cstdint>
@@ -18,16 +20,19 @@ namespace wz::zero {
 // preallocate() on a descriptor, in the current descriptor table.
 result<preallocate_report> preallocate_in_place(int fd, const std::string& path, std::uint64_t offset,
                                                 std::uint64_t length, const preallocate_options& options,
-                                                preallocate_report* partial);
+                                                preallocate_report* partial, const sync_plan& sync);
 
-using on_descriptor = std::function<result<preallocate_report>(int fd, preallocate_report* partial)>;
+// A run on FD, made durable as SYNC says when its options ask.
+using on_descriptor =
+    std::function<result<preallocate_report>(int fd, const sync_plan& sync, preallocate_report* partial)>;
 
 // Opens PATH for writing as preallocate(PATH) does and calls `run` on the descriptor. An
 // existing regular file is held under an exclusive write lease for the run, as
 // options.exclusive asks (zero/exclusive.hpp; KEEP_DATA: allocate(), which refuses where leases
 // are unavailable). A missing name is built unnamed (target/target.hpp unnamed_file, mode 0666
-// less the umask) and linked when `run` succeeds; a dry run plans on an unnamed file and
-// creates nothing.
+// less the umask) and linked when `run` succeeds, in one journal commit with what the run did
+// where the filesystem allows (target::ordered_journal); a dry run plans on an unnamed file
+// and creates nothing.
 result<preallocate_report> run_on_path(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial,
                                        const on_descriptor& run, bool keep_data);

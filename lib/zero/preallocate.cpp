@@ -55,12 +55,13 @@ planned_operation to_public(const plan::operation& op) {
 using verify_detail::current_size;
 using verify_detail::verify_extent_of_damage;
 using verify_detail::verify_range;
+using zero::sync_plan;
 
 class runner {
 public:
     runner(int fd, std::string path, std::uint64_t offset, std::uint64_t length, const preallocate_options& opt,
-           preallocate_report& rep)
-        : fd_(fd), path_(std::move(path)), offset_(offset), length_(length), opt_(opt), rep_(rep),
+           const sync_plan& sync, preallocate_report& rep)
+        : fd_(fd), path_(std::move(path)), offset_(offset), length_(length), opt_(opt), sync_(sync), rep_(rep),
           start_(std::chrono::steady_clock::now()), piece_(io::paced_piece_bytes(opt.rate_bytes_per_second)) {}
 
     status run();
@@ -71,6 +72,7 @@ private:
     status execute(const capabilities& caps, const std::vector<plan::operation>& ops);
     status run_nvme(const capabilities& caps, const std::vector<plan::operation>& ops);
     status run_writes(const plan::operation& op);
+    status flush_passthrough(const capabilities& caps);
     status run_calls(const plan::operation& op, zero_method method, const char* what,
                      const std::function<int(std::uint64_t, std::uint64_t)>& call, std::uint64_t& done);
     status require_in_place(const capabilities& caps, bool written_needs_nvme);
@@ -147,6 +149,7 @@ private:
     std::string path_;
     std::uint64_t offset_, length_;
     const preallocate_options& opt_;
+    const sync_plan& sync_;
     preallocate_report& rep_;
     std::chrono::steady_clock::time_point start_;
     // Under a rate, the most bytes one command or write zeroes before the bucket is asked
@@ -816,22 +819,23 @@ status runner::run() {
             // back; a flush would do nothing.
             e = write_back_range();
             rep_.flushed = false;
-        } else if (::fdatasync(fd_) != 0) {
-            // The flush that makes the range durable failed: the range is named, as a failed
-            // write names its own.
-            e = make_error_range("fdatasync", path_, offset_, length_, errno);
-        } else if (used_nvme_ && caps->cache.effective == cache_mode::write_back && passthrough_) {
-            io::nvme_target t{passthrough_.get(), caps->nvme->passthrough_device, caps->nvme->nsid,
-                              caps->nvme->lba_bytes};
-            e = io::nvme_flush(t);
-            rep_.flushed = e.ok();
-            if (!e.ok()) {
-                error_info err = std::move(e).error();
-                err.message += fmt::format(" ([offset {}, length {}] of {} not durable)", offset_, length_, path_);
-                e = std::move(err);
-            }
         } else {
-            rep_.flushed = caps->cache.effective == cache_mode::write_back;
+            if (!sync_.by_name_commit.empty()) {
+                // Every write above has completed (O_DIRECT, written back, or zeroed by the
+                // device before the call returned): the commit that publishes the name
+                // carries them, as its flush does the data.
+                decide(fmt::format("sync: by the commit of {} that links the new file's name: one commit for "
+                                   "its allocation, its written extents and its name, whose device flush (on a "
+                                   "write-back cache) covers the zeroes; no fdatasync of its own",
+                                   sync_.by_name_commit));
+            } else if (::fdatasync(fd_) != 0) {
+                // The flush that makes the range durable failed: the range is named, as a
+                // failed write names its own.
+                e = make_error_range("fdatasync", path_, offset_, length_, errno);
+            }
+            if (e.ok()) {
+                e = flush_passthrough(*caps);
+            }
         }
     } else if (e.ok() && !opt_.dry_run) {
         decide("sync: left to the caller (no fdatasync, no device flush): the zeroes are written, not yet durable");
@@ -844,6 +848,25 @@ status runner::run() {
     }
     rep_.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     return e;
+}
+
+// After the filesystem's flush (fdatasync, or the commit that publishes a new file's name):
+// passthrough writes bypass the filesystem, so when the device's cache is really write-back
+// (and the kernel may think otherwise) they get an NVMe Flush of their own.
+status runner::flush_passthrough(const capabilities& caps) {
+    if (!(used_nvme_ && caps.cache.effective == cache_mode::write_back && passthrough_)) {
+        rep_.flushed = caps.cache.effective == cache_mode::write_back;
+        return {};
+    }
+    io::nvme_target t{passthrough_.get(), caps.nvme->passthrough_device, caps.nvme->nsid, caps.nvme->lba_bytes};
+    auto e = io::nvme_flush(t);
+    rep_.flushed = e.ok();
+    if (!e.ok()) {
+        error_info err = std::move(e).error();
+        err.message += fmt::format(" ([offset {}, length {}] of {} not durable)", offset_, length_, path_);
+        return err;
+    }
+    return {};
 }
 
 // blkdiscard(8) refuses a device with a filesystem signature or partition table unless
@@ -960,9 +983,9 @@ namespace {
 
 result<preallocate_report> preallocate_here(int fd, const std::string& path, std::uint64_t offset,
                                             std::uint64_t length, const preallocate_options& options,
-                                            preallocate_report* partial) {
+                                            const sync_plan& sync, preallocate_report* partial) {
     preallocate_report rep;
-    runner r(fd, path, offset, length, options, rep);
+    runner r(fd, path, offset, length, options, sync, rep);
     auto st = r.run();
     if (partial != nullptr) {
         *partial = rep;
@@ -979,16 +1002,18 @@ namespace zero {
 
 result<preallocate_report> preallocate_in_place(int fd, const std::string& path, std::uint64_t offset,
                                                 std::uint64_t length, const preallocate_options& options,
-                                                preallocate_report* partial) {
-    return preallocate_here(fd, path, offset, length, options, partial);
+                                                preallocate_report* partial, const sync_plan& sync) {
+    return preallocate_here(fd, path, offset, length, options, sync, partial);
 }
 
 namespace {
 
 // A missing name: the run works on a file nobody else can open (target::unnamed_file), which
-// gets the name only once the run has succeeded, durable with it when options.sync asks. A
-// refusal, a failure, a signal that ends the process, even SIGKILL, leave no file under the
-// name (where the filesystem has no O_TMPFILE, a crash can leave the hidden temporary).
+// gets the name only once the run has succeeded, durable with it when options.sync asks: in
+// one journal commit where the filesystem commits in order (target::ordered_journal), else by
+// the run's fdatasync and then the directory's fsync. A refusal, a failure, a signal that
+// ends the process, even SIGKILL, leave no file under the name (where the filesystem has no
+// O_TMPFILE, a crash can leave the hidden temporary).
 result<preallocate_report> run_on_new_file(target::opened& t, const std::string& path, mode_t mode,
                                            const preallocate_options& options, preallocate_report* partial,
                                            const on_descriptor& run) {
@@ -1011,7 +1036,7 @@ result<preallocate_report> run_on_new_file(target::opened& t, const std::string&
                                                    path, errno_text(err)));
         }
         preallocate_report rep;
-        auto r = run(probe.get(), &rep);
+        auto r = run(probe.get(), sync_plan{}, &rep);
         note(r ? *r : rep, "");
         if (partial != nullptr) {
             *partial = r ? *r : rep;
@@ -1023,7 +1048,13 @@ result<preallocate_report> run_on_new_file(target::opened& t, const std::string&
         return tmp.error();
     }
     const std::string how = "; built as " + tmp->how();
-    auto r = run(tmp->fd(), partial);
+    sync_plan sync;
+    if (options.sync) {
+        if (auto journal = target::ordered_journal(t.dir.get())) {
+            sync.by_name_commit = std::move(*journal);
+        }
+    }
+    auto r = run(tmp->fd(), sync, partial);
     if (r) {
         if (auto e = tmp->publish(options.sync); !e.ok()) {
             if (partial != nullptr) {
@@ -1067,7 +1098,7 @@ result<preallocate_report> run_exclusive(int fd, const std::string& path, std::u
         }
         return std::move(s).error();
     }
-    auto r = run(fd, partial);
+    auto r = run(fd, sync_plan{}, partial);
     for (preallocate_report* rep : {r ? &*r : nullptr, partial}) {
         if (rep != nullptr && !exclusive.decisions.empty()) {
             rep->exclusive_use = exclusive.exclusive_use;
@@ -1083,7 +1114,7 @@ result<preallocate_report> run_on_descriptor(int fd, const std::string& path, st
                                              std::uint64_t length, const preallocate_options& options,
                                              preallocate_report* partial, const on_descriptor& run, bool keep_data) {
     if (write_lease::held_on(fd) != nullptr) {
-        return run(fd, partial);  // an enclosing call of this thread holds it
+        return run(fd, sync_plan{}, partial);  // an enclosing call of this thread holds it
     }
     return run_exclusive(fd, path, offset, length, options, partial, run, {false, keep_data});
 }
@@ -1120,17 +1151,26 @@ result<preallocate_report> run_on_path(const std::string& path, std::uint64_t of
 }
 
 result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                       const preallocate_options& options, preallocate_report* partial) {
+                                       const preallocate_options& options, preallocate_report* partial,
+                                       const sync_plan& sync) {
+    // No name to publish here: how the run becomes durable is the caller's choice (create_zeroed
+    // publishes one).
     return run_on_descriptor(
         fd, path, offset, length, options, partial,
-        [&](int d, preallocate_report* p) { return preallocate_here(d, path, offset, length, options, p); }, false);
+        [&](int d, const sync_plan&, preallocate_report* p) {
+            return preallocate_here(d, path, offset, length, options, sync, p);
+        },
+        false);
 }
 
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial) {
     return run_on_path(
         path, offset, length, options, partial,
-        [&](int fd, preallocate_report* p) { return preallocate_here(fd, path, offset, length, options, p); }, false);
+        [&](int fd, const sync_plan& sync, preallocate_report* p) {
+            return preallocate_here(fd, path, offset, length, options, sync, p);
+        },
+        false);
 }
 
 }  // namespace zero

@@ -13,8 +13,19 @@
 
 namespace wz::zero {
 
+// How a run makes its range durable when options.sync asks.
+struct sync_plan {
+    // Empty: by the run's own fdatasync (and an NVMe Flush after passthrough writes on a
+    // write-back cache). Otherwise the journal (target::ordered_journal) whose commit, forced
+    // when a new file's name is published right after the run, makes the range durable with
+    // the name: the run sends no fdatasync of its own. Only for a file nobody else can reach
+    // before that, whose name is published, durably, by the caller.
+    std::string by_name_commit;
+};
+
 result<preallocate_report> preallocate(int fd, const std::string& path, std::uint64_t offset, std::uint64_t length,
-                                       const preallocate_options& options, preallocate_report* partial);
+                                       const preallocate_options& options, preallocate_report* partial,
+                                       const sync_plan& sync = {});
 result<preallocate_report> preallocate(const std::string& path, std::uint64_t offset, std::uint64_t length,
                                        const preallocate_options& options, preallocate_report* partial);
 
