@@ -19,9 +19,10 @@
 #     read-only cases fail for root).
 # A failure of the wzero run is explained when it also failed in the reference run, or when
 # tools/sqlite-testsuite.expected names it, with the kind and the reason. Prints one line
-# per file, "FILE: wzero N errors of M tests; unix N errors; unexplained: NAMES", and the
-# last line "sqlite-testsuite: N files, N unexplained failures". Exit status 0 when every
-# failure is explained, 1 otherwise, 2 when the build failed.
+# per file, "FILE: wzero N errors of M tests; unix N errors; unexplained: NAMES (S s)", S
+# being the seconds its runs took, and the last line "sqlite-testsuite: N files, N
+# unexplained failures". Exit status 0 when every failure is explained, 1 otherwise, 2 when
+# the build failed.
 # The build is kept in --build DIR (default /var/cache/wzero-sqlite/VERSION), rebuilt when
 # the VFS's sources or this script's flags change. Needs root only for apt-get source's
 # download; build/ must hold libwzero (tools/build.sh).
@@ -198,6 +199,7 @@ explained_names() { # file
 unexplained_total=0
 for f in "${tests[@]}"; do
 	[ -f "$build/src/test/$f" ] || { echo "$f: no such test file in SQLite $version"; unexplained_total=$((unexplained_total + 1)); continue; }
+	started=$SECONDS
 	read -r w_err w_tests w_failed <<<"$(run_file wzero "$f")"
 	line="$f: wzero $w_err errors of $w_tests tests"
 	unexplained=() as_unix=() size_only=() listed=()
@@ -235,7 +237,7 @@ for f in "${tests[@]}"; do
 		line+="; unexplained: ${unexplained[*]}"
 		unexplained_total=$((unexplained_total + ${#unexplained[@]}))
 	fi
-	echo "$line"
+	echo "$line ($((SECONDS - started)) s)"
 done
 echo "sqlite-testsuite: ${#tests[@]} files, $unexplained_total unexplained failures"
 if [ "$own_work" = 1 ] && [ "$unexplained_total" = 0 ]; then
