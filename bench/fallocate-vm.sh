@@ -7,7 +7,8 @@
 # removed afterwards (rm, then sync):
 #   new file (the name does not exist):
 #     wzero         wzero alloc -l SIZE FILE (the default: verify extents; the file is built
-#                   unnamed, made durable, linked to its name, and the directory synced)
+#                   unnamed, linked to its name, and the directory synced: on ext4 one
+#                   journal commit makes the file and the name durable together)
 #     ul+sync       fallocate -w -l SIZE FILE && sync -f FILE
 #     wzero-none    wzero alloc with --verify=none
 #     ul            fallocate -w -l SIZE FILE alone (nothing made durable)
