@@ -820,18 +820,27 @@ status runner::run() {
             e = write_back_range();
             rep_.flushed = false;
         } else {
-            if (!sync_.by_name_commit.empty()) {
+            if (sync_.by_name_commit.empty()) {
+                if (::fdatasync(fd_) != 0) {
+                    // The flush that makes the range durable failed: the range is named, as
+                    // a failed write names its own.
+                    e = make_error_range("fdatasync", path_, offset_, length_, errno);
+                }
+            } else {
                 // Every write above has completed (O_DIRECT, written back, or zeroed by the
                 // device before the call returned): the commit that publishes the name
-                // carries them, as its flush does the data.
-                decide(fmt::format("sync: by the commit of {} that links the new file's name: one commit for "
-                                   "its allocation, its written extents and its name, whose device flush (on a "
-                                   "write-back cache) covers the zeroes; no fdatasync of its own",
-                                   sync_.by_name_commit));
-            } else if (::fdatasync(fd_) != 0) {
-                // The flush that makes the range durable failed: the range is named, as a
-                // failed write names its own.
-                e = make_error_range("fdatasync", path_, offset_, length_, errno);
+                // carries them, as its flush does the data. A write the filesystem took into
+                // the page cache although asked for O_DIRECT (ext4 falls back silently for an
+                // encrypted file without direct I/O, with data=journal, for inline data) is
+                // written back here, its allocation with it; with nothing dirty this costs no
+                // I/O and no commit.
+                e = write_back_range();
+                if (e.ok()) {
+                    decide(fmt::format("sync: by the commit of {} that links the new file's name: one commit "
+                                       "for its allocation, its written extents and its name, whose device flush "
+                                       "(on a write-back cache) covers the zeroes; no fdatasync of its own",
+                                       sync_.by_name_commit));
+                }
             }
             if (e.ok()) {
                 e = flush_passthrough(*caps);
