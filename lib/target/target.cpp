@@ -5,6 +5,7 @@
 
 #include "probe/file_kind.hpp"
 #include "probe/fs.hpp"
+#include "probe/sysfs.hpp"
 #include "record/record.hpp"
 #include "util/errors.hpp"
 #include "util/reopen.hpp"
@@ -407,19 +408,12 @@ std::optional<std::string> ordered_journal(int dir) {
     if (::fstat(dir, &st) != 0) {
         return std::nullopt;
     }
-    std::array<char, PATH_MAX> link{};
-    const std::string sys = fmt::format("/sys/dev/block/{}:{}", major(st.st_dev), minor(st.st_dev));
-    const ssize_t n = ::readlink(sys.c_str(), link.data(), link.size() - 1);
-    if (n <= 0) {
-        return std::nullopt;
-    }
-    const std::string_view target(link.data(), static_cast<std::size_t>(n));
-    const std::string dev(target.substr(target.rfind('/') + 1));
+    auto node = probe::sysfs::find_block_node(probe::sysfs::tree{}, major(st.st_dev), minor(st.st_dev));
     struct ::stat js {};
-    if (dev.empty() || ::stat(fmt::format("/proc/fs/jbd2/{}-8", dev).c_str(), &js) != 0) {
+    if (!node || ::stat(fmt::format("/proc/fs/jbd2/{}-8", node->name).c_str(), &js) != 0) {
         return std::nullopt;
     }
-    return fmt::format("ext4's journal on {}", dev);
+    return fmt::format("ext4's journal on {}", node->name);
 }
 
 status check_positioned_writes(int fd, const std::string& what) {
