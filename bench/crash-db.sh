@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Benchmark-style long run of the database crash tests (issue 14, item 4): many more rounds
+# Benchmark-style long run of the database crash tests: many more rounds
 # of fstests/tests/nvme/041 (RocksDB and SQLite writers SIGKILLed at random points, ext4 and
 # xfs, in one VM boot) and of nvme/042 (QEMU killed, a power cut, during the same writers,
 # one boot per cut on one disk image); the CI runs 3 rounds per filesystem and 3 cuts. Each

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Benchmark: the two I/O engines side by side (issue 12): `wzero alloc --method write` on
+# Benchmark: the two I/O engines side by side: `wzero alloc --method write` on
 # io_uring and on psync (the thread pool doing pwrite), on a file in ext4 over a loop device
 # and on a loop device itself, at several queue depths, rounds interleaved so that every
 # contender sees the same machine noise. Reports the median time and MiB/s, and psync's

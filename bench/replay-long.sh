@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The long run of the write-log replay tests (issue 16): nvme/050 (the durable writer),
+# The long run of the write-log replay tests: nvme/050 (the durable writer),
 # nvme/051 (alloc), nvme/052 (create_zeroed) and nvme/053 (RocksDB, SQLite) through
 # fstests/check, with more work per scenario and every cut point the checker finds instead of
 # CI's sample:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Benchmark (issue 14): Debian's own, unmodified db_bench (rocksdb-tools 7.8.3) on RocksDB's
+# Benchmark: Debian's own, unmodified db_bench (rocksdb-tools 7.8.3) on RocksDB's
 # default POSIX file system ("stock") against the same db_bench on the wzero FileSystem
 #   LD_PRELOAD=build/lib/plugins/rocksdb/libwzero_rocksdb.so db_bench --fs_uri=wzero ...
 # side by side in one run: ROUNDS rounds, the order of stock and wzero reversed every other

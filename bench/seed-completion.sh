@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Seed experiment (issue 13): the writer's completion modes in the VM rig's device model
+# Seed experiment: the writer's completion modes in the VM rig's device model
 # (setup A: QEMU NVMe over nbdkit, a Flush costs the flush latency; 2 poll queues,
 # nvme.poll_queues=2; TCG guest, Linux 7.2), one boot per latency. 4 KiB random writes on the
 # raw namespace, WCE=1 (as a drive ships; env WCE=0 clears it), at QD 1, 8, 32 and 128:

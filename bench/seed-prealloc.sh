@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Seed experiment (issue 13): written vs unwritten preallocation of a file, in the VM rig's
+# Seed experiment: written vs unwritten preallocation of a file, in the VM rig's
 # device model (setup A: QEMU NVMe over nbdkit, a Flush costs the flush latency; TCG guest,
 # Linux 7.2), one boot per latency. The namespace keeps WCE=1 (as a drive ships); ext4 and then
 # xfs are made on /dev/nvme0n1 (mkfs in the guest), and a SIZE file on them is recreated

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Seed experiment "through" (issue 13): a write-through device. The VM rig's flush-cost model
+# Seed experiment "through": a write-through device. The VM rig's flush-cost model
 # (vm/run --flush-latency L --fua-latency F, QEMU 7.2 NVMe over nbdkit, TCG guest, Linux 7.2),
 # one boot per latency L in LATENCIES (F = 100us, 300us, 2ms for 0.2ms, 1ms, 5ms), with the
 # controller's drive built write-through: vm/run --nvme-prop write-cache=off. What the guest

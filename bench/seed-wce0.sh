@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Seed experiment "wce0" (issue 13): a drive with a volatile write cache that is disabled.
+# Seed experiment "wce0": a drive with a volatile write cache that is disabled.
 # The VM rig's flush-cost model (vm/run --flush-latency L --fua-latency F, QEMU 7.2 NVMe over
 # nbdkit, TCG guest, Linux 7.2), one boot per latency L in LATENCIES (F = 100us, 300us, 2ms
 # for 0.2ms, 1ms, 5ms), VWC present and WCE cleared by Set Features FID 06h value 0: QEMU's
@@ -22,8 +22,8 @@
 # QD32 is capped at 16 in flight by the model: with 20 ms FUA writes, QD16 and QD32 gave the
 # same IOPS (684 and 679), so at most 16 requests reach nbdkit at a time (QEMU 7.2's NBD
 # client and nbdkit's default thread count are both 16); QD32 rows queue in the guest.
-# Headline (the last line): 1ms, QD1, auto against dsync and the ceiling (the issue's "done
-# when" point; the last latency run when 1ms is not in LATENCIES).
+# Headline (the last line): 1ms, QD1, auto against dsync and the ceiling (the point the
+# experiment is judged on; the last latency run when 1ms is not in LATENCIES).
 # Eleven rounds: on this shared 2-core host a run now and then loses the CPU for a while (its
 # IOPS and CPU per write rise, its p50 does not), and at QD1 the ceiling and auto run the same
 # I/O path, so their difference is only that noise: 15 alternating rounds of the two alone at

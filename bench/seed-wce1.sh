@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Seed experiment "wce1" (issue 13): a drive with its volatile write cache enabled (WCE=1),
+# Seed experiment "wce1": a drive with its volatile write cache enabled (WCE=1),
 # where a durable write needs a flush or a FUA write. The VM rig's flush-cost model (vm/run
 # --flush-latency L --fua-latency F, QEMU 7.2 NVMe over nbdkit, TCG guest, Linux 7.2), one boot
 # per latency L in LATENCIES (F = 100us, 300us, 2ms for 0.2ms, 1ms, 5ms), Set Features FID 06h

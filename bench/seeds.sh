@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The seeds' experiments of issue 13, one after the other: every bench/seed-*.sh (each boots
+# The seed experiments, one after the other: every bench/seed-*.sh (each boots
 # the VM rig's flush-cost model once per latency, or runs on the host), their tables as they
 # come, then, last, one line per experiment:
 #   NAME: writer X.XXx of dsync, Y.YY of ceiling

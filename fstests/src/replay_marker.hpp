@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Marker blocks of the write-log replay tests (issue 16): one logical block written with
+// Marker blocks of the write-log replay tests: one logical block written with
 // O_DIRECT into a marker area of the device after an event (an acknowledgement), so that the
 // device's write log says which events had happened before any of its points.
 //   bytes 0-7 "WZMARK01", 8-15 INDEX (u64 LE), 16-19 LENGTH (u32 LE), then LENGTH bytes of

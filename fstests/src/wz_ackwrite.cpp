@@ -284,7 +284,7 @@ struct write_args {
 
 struct acker {
     int marker_fd = -1;
-    wzt::marker_area* area = nullptr;  // the write log's markers (issue 16), or none
+    wzt::marker_area* area = nullptr;  // the write log's markers, or none
     std::string tag;
     std::atomic<std::uint64_t> acked{0};
     // A line for stdout, marked in the marker area first when there is one.

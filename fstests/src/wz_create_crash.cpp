@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// wz_create_crash: the crash-safety tool of wz::create_zeroed (issue 11), for nvme/015 (the
+// wz_create_crash: the crash-safety tool of wz::create_zeroed, for nvme/015 (the
 // process SIGKILLed at random points) and nvme/016 (the VM killed: power loss).
 //
 //   wz_create_crash create DIR PREFIX COUNT SIZE

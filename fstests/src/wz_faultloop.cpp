@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // wz_faultloop: many faulted runs of wz::preallocate and the durable writer in one process,
-// for the fault tests of fstests/tests/nvme (issue 12). The device below PATH fails some
+// for the fault tests of fstests/tests/nvme (nvme/021-025). The device below PATH fails some
 // writes, write zeroes or flushes (QEMU blkdebug, scsi_debug error injection), or goes away.
 //
 //   wz_faultloop [options] PATH

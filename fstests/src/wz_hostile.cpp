@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// wz_hostile: what a hostile neighbour does to wzero, for the safety tests (issue 8).
+// wz_hostile: what a hostile neighbour does to wzero, for the safety tests (host/011, host/012).
 //
 //   wz_hostile swap DIR NAME1 NAME2 SECONDS
 //       Exchanges the two names in DIR with renameat2(RENAME_EXCHANGE) as fast as it can, for

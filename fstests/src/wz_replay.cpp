@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// wz_replay: what a device holds after a power cut, at every point of a write log (issue 16).
+// wz_replay: what a device holds after a power cut, at every point of a write log.
 //
 //   wz_replay mark --dev DEV --at OFF --length LEN [--tag TAG]
 //       (in the VM) copies stdin to stdout line by line; before it passes a line on, it writes

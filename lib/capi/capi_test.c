@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
     rc = wz_stat_json(NULL, &json, err, sizeof err);
     check(rc == -EINVAL, "NULL path gives -EINVAL");
 
-    /* Issue 8, item 8: a name that is not UTF-8 aborted the process inside the JSON encoder.
+    /* Regression: a name that is not UTF-8 aborted the process inside the JSON encoder.
      * Its bytes come back as \xNN (a backslash in the string, so "\\xff" in the JSON text). */
     {
         char name[] = "/tmp/wzero-capi-\xff\x80-XXXXXX";

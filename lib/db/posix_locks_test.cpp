@@ -5,7 +5,7 @@
 // locks_remove_posix, called by filp_close with the process's file table as the owner). The
 // library reopens files through /proc/self/fd (O_DIRECT data writes and verification reads)
 // and probes open them by path; SQLite keeps its database locks this way, and lost them when
-// it called wz_extend on its file (found building the SQLite VFS, issue 14).
+// it called wz_extend on its file (found building the SQLite VFS).
 //
 // For each directory given (a real filesystem: ext4, xfs, tmpfs ...) and each entry point:
 // the process takes a write lock and a read lock on two ranges and a write lock from 1 MiB to

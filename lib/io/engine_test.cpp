@@ -407,7 +407,7 @@ TEST_P(write_zeroes_test, rate_limit_8_mib_per_s) {
     expect_layout(file_, 0, 16 * MiB, 16 * MiB);
 }
 
-// Regression (issue 8, item 7): at 1 byte/s the first chunk waits 12 days; the wait slept
+// Regression: at 1 byte/s the first chunk waits 12 days; the wait slept
 // in one piece and ignored the caller's cancel (a SIGINT in the CLI). It must ask the
 // progress callback while it waits and stop as soon as that says no: the first answer is
 // go on, the second stop (by count, not by the clock: under TSan with a second CI run beside,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// The method rules of ../shared/DESIGN.md applied to a probed capability record.
+// The method rules (docs/design.md) applied to a probed capability record.
 // Pure: the record and a few facts about the process in, verdicts out. No I/O here.
 
 #include <wzero/wzero.hpp>

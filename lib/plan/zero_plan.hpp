@@ -3,7 +3,7 @@
 
 // The zeroing planner: capabilities + a byte range (+ the file's extents) in, an ordered
 // list of operations out, each with its reason. Pure: no I/O, so that every rule of
-// ../shared/DESIGN.md ("Method chain for alloc") is unit-tested without devices.
+// the method chain for alloc (docs/design.md) is unit-tested without devices.
 
 #include "extent/fiemap.hpp"
 

@@ -483,7 +483,7 @@ TEST(PlanFile, FirstStage) {
 }
 
 // ext2 (and ext3/ext4 files without extents) have no fallocate(2): the record says so, and
-// the plan has no allocate step, only data writes that allocate the holes (issue 8, item 10).
+// the plan has no allocate step, only data writes that allocate the holes.
 TEST(PlanFile, NoFallocateMeansDataWritesAllocate) {
     auto c = nvme_file(0x09, "ext2");
     c.fs->fallocate = false;
@@ -641,7 +641,7 @@ TEST(PlanBlock, PassthroughFirstThenChain) {
     EXPECT_EQ(p->operations.front().kind, op_kind::write_buffered);
 }
 
-// Regression (issue 8, item 3): a partial page at either end of the range also holds bytes
+// Regression: a partial page at either end of the range also holds bytes
 // outside it, which another process may be writing through the page cache. O_DIRECT into
 // such a page left it stale in the cache ("Page cache invalidation failure on direct I/O",
 // EIO to every process with the file open); a device command under it is undone when the

@@ -5,7 +5,7 @@
 // stat, the writer, bench write) resolves it to one inode with O_PATH, decides on fstat of
 // that descriptor, and reopens the same inode through /proc/self/fd: never by name twice, so
 // swapping the name for a symlink to another device between the check and the open
-// (renameat2 RENAME_EXCHANGE) cannot redirect a write (issue 8, item 1). A block device
+// (renameat2 RENAME_EXCHANGE) cannot redirect a write. A block device
 // opened for writing is claimed exclusively (O_EXCL) on that same inode; that refuses a
 // mounted device, a whole disk with a mounted partition, and one another process holds.
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// target: one open per path, decided on the descriptor (issue 8, items 1, 4, 7).
+// target: one open per path, decided on the descriptor: a fifo does not block it, a dangling
+// symlink or a pseudo filesystem gets no new file, a swapped name cannot redirect it.
 
 #include "target/target.hpp"
 #include "testing/scratch_dir.hpp"

@@ -12,7 +12,7 @@ struct utf8_case {
     std::string in, out;
 };
 
-// Regression (issue 8, item 8): a path with a 0xff byte made every --json output abort.
+// Regression: a path with a 0xff byte made every --json output abort.
 TEST(escape_invalid_utf8, table) {
     const utf8_case cases[] = {
         {"empty", "", ""},

@@ -65,7 +65,7 @@ status verify_range(int fd, const std::string& path, const capabilities& caps, s
     bool extents_checked = false;
     if (regular) {
         // Walked batch by batch, never collected: memory stays bounded however many extents
-        // the range has (issue 12: a 150k-extent file).
+        // the range has (a file can have hundreds of thousands).
         extent::walker walk(fd, path, offset, length, 512, true);
         std::vector<extent::extent> batch;
         std::uint64_t extents_seen = 0;

@@ -195,7 +195,7 @@ TEST_P(WriterTest, AsyncWritesAreHandedBackOnceAndLand) {
     }
 }
 
-// Flush mode with nothing to group (issue 13, item 5): at QD 1, asynchronous and from one
+// Flush mode with nothing to group: at QD 1, asynchronous and from one
 // thread, every write goes alone as RWF_DSYNC and the writer issues no flush of its own (a
 // write and then a flush cost a round trip more than O_DSYNC for the same device work). At
 // QD 8 the group commit stays: flushes, and at most the first write alone.

@@ -163,7 +163,7 @@ std::string json_head(const table& tb, std::optional<wz::extent_addresses> a) {
 
 // Streams the map as the library hands it out (wz::map_extents with a callback) into a
 // libsmartcols table printed a chunk of rows at a time, its lines removed after each: memory
-// stays bounded whatever the file's extent count (issue 12: 150k extents took 531 MB as one
+// stays bounded whatever the file's extent count (150k extents once took 531 MB as one
 // JSON value). A terminal table needs the same column widths in every chunk: a map longer than
 // one chunk is walked once more first, measuring each column's widest cell (the widths are the
 // whole map's, as in one table). Nothing is printed before the first chunk is full or the walk
