@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Benchmark on the host (issue 13, item 5, "never slower than the baseline"): where group
+# Benchmark on the host (the goal: never slower than the baseline): where group
 # commit has nothing to group, auto must cost no more than O_DSYNC. Durable 4 KiB random
 # overwrites of a written file (wzero alloc) on ext4 and on xfs over a direct-I/O loop device
 # (write-back, no FUA: auto picks flush), at QD 1, 8 and 32, side by side:
@@ -21,6 +21,10 @@
 #   env FSES (default "ext4 xfs"), QDS (default "1 8 32"); WZERO_BEFORE=PATH adds a row
 #   "flush-before": --mode flush of another build of wzero (e.g. one from before the lone
 #   writes went as RWF_DSYNC), in the same rotation
+# WZ_BENCH_JSON=FILE also writes the results as JSON to FILE (what bench/plot.sh draws): the
+# run's command, date and machine, one row per fs, QD and mode with the printed medians plus
+# the p99 latency, and every run's own `wzero bench write --json` record. What is printed
+# stays the same.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ops=${1:-3000}
@@ -75,6 +79,8 @@ echo "no FUA), $ops writes per run, $rounds rounds; IOPS and CPU: medians; ratio
 printf '%-5s %-3s %-12s %-7s %7s %8s %8s %7s %9s %9s %9s %9s\n' fs QD mode picked IOPS "x dsync" "of ceil" \
 	"p50 us" "CPU us/w" "w flush/w" "dev fl/w" "dev wr/w"
 headline=
+json_rows=$work/json-rows
+: >"$json_rows"
 for fs in "${fses[@]}"; do
 	for qd in "${qds[@]}"; do
 		for m in "${modes[@]}"; do
@@ -96,6 +102,17 @@ for fs in "${fses[@]}"; do
 			of_ceil=$(awk '{ print $1 / $3 }' <<<"$ratios" | median)
 			printf '%-5s %-3s %-12s %-7s %7.0f %7.2fx %8.2f %7.0f %9.1f %9.2f %9.2f %9.2f\n' "$fs" "$qd" "$m" "$picked" \
 				"$iops" "$x_dsync" "$of_ceil" "$p50" "$cpu" "$wfl" "$dfl" "$dwr"
+			if [ -n "${WZ_BENCH_JSON:-}" ]; then
+				p99=$(field .latency_us.p99 | median)
+				jq -nc --arg fs "$fs" --argjson qd "$qd" --arg mode "$m" --arg picked "$picked" \
+					--argjson iops "$iops" --argjson x_dsync "$x_dsync" --argjson of_ceiling "$of_ceil" \
+					--argjson p50 "$p50" --argjson p99 "$p99" --argjson cpu "$cpu" --argjson wfl "$wfl" \
+					--argjson dfl "$dfl" --argjson dwr "$dwr" \
+					'{fs: $fs, qd: $qd, mode: $mode, picked: $picked, iops: $iops, x_dsync: $x_dsync,
+					  of_ceiling: $of_ceiling, p50_us: $p50, p99_us: $p99, cpu_us_per_write: $cpu,
+					  writer_flushes_per_write: $wfl, device_flushes_per_write: $dfl,
+					  device_writes_per_write: $dwr}' >>"$json_rows"
+			fi
 			if [ "$fs" = "${fses[0]}" ] && [ "$qd" = "${qds[0]}" ] && [ "$m" = auto-async ]; then
 				headline=$(printf 'seed: host-qd1: writer %.2fx of dsync, %.2f of ceiling' "$x_dsync" "$of_ceil")
 			fi
@@ -103,3 +120,29 @@ for fs in "${fses[@]}"; do
 	done
 done
 echo "$headline"
+if [ -n "${WZ_BENCH_JSON:-}" ]; then
+	# The runs: "fs qd mode round sectors flushes json" lines of $work/results.
+	while read -r rfs rqd rm rr rs rfl rj; do
+		jq -c --arg fs "$rfs" --argjson qd "$rqd" --arg mode "$rm" --argjson round "$rr" \
+			--argjson sectors "$rs" --argjson flushes "$rfl" \
+			'{fs: $fs, qd: $qd, mode: $mode, round: $round, device_write_sectors: $sectors,
+			  device_flushes: $flushes, result: .}' <<<"$rj"
+	done <"$work/results" >"$work/json-runs"
+	# One line per field, per row and per run: diffs of a rerun stay readable.
+	# shellcheck disable=SC2016 # jq's own program
+	json_lines='"{", (to_entries | map(select(.key != "rows" and .key != "runs")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
+		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ],",
+		"  \"runs\": [", (.runs | map("    " + tojson) | join(",\n")), "  ]", "}"'
+	jq -n --arg cmd "bench/seed-host-qd1.sh $ops $rounds" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
+		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
+		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --arg fses "${fses[*]}" --arg qds "${qds[*]}" \
+		--argjson ops "$ops" --argjson rounds "$rounds" --arg headline "$headline" \
+		--slurpfile rows "$json_rows" --slurpfile runs "$work/json-runs" \
+		'{license: "SPDX-License-Identifier: MIT", benchmark: "seed-host-qd1",
+		  command: ("FSES=\"" + $fses + "\" QDS=\"" + $qds + "\" " + $cmd), date: $date,
+		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  target: "a written file (wzero alloc -l 256M) on FS over a 2 GiB direct-I/O loop device",
+		  ops: $ops, rounds: $rounds, fses: ($fses | split(" ")), qds: ($qds | split(" ") | map(tonumber)),
+		  headline: $headline, rows: $rows, runs: $runs}' | jq -r "$json_lines" >"$WZ_BENCH_JSON"
+fi

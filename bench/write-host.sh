@@ -15,6 +15,10 @@
 # WZ_BENCH_BEFORE=BUILD_DIR runs every row a second time in the same rounds with that build's
 # wzero (a worktree of an earlier commit built with tools/build.sh), and adds "before" rows
 # and each row's after/before ratio.
+# WZ_BENCH_JSON=FILE also writes the results as JSON to FILE (what bench/plot.sh draws): the
+# run's command, date and machine, one row per build, target, QD and mode with the printed
+# medians plus the p99 latency, and every run's own `wzero bench write --json` record. What
+# is printed stays the same.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ops=${1:-5000}
@@ -78,16 +82,20 @@ for round in $(seq "$rounds"); do
 					# durable write of the run after it (the loop devices' images sit on this
 					# machine's own disk, which has a cache of its own).
 					sync
-					"$bin" bench write --json "${margs[@]}" --qd "$qd" --ops "$ops" --random "$path" |
-						jq -r --arg p "$build $target $qd $mode" '"\($p) \(.iops) \(.latency_us.p50)"' \
-							>>"$work/results"
+					j=$("$bin" bench write --json "${margs[@]}" --qd "$qd" --ops "$ops" --random "$path" | jq -c .)
+					jq -r --arg p "$build $target $qd $mode" '"\($p) \(.iops) \(.latency_us.p50) \(.latency_us.p99)"' \
+						<<<"$j" >>"$work/results"
+					if [ -n "${WZ_BENCH_JSON:-}" ]; then
+						jq -c --arg b "$build" --arg t "$target" --argjson q "$qd" --arg m "$mode" --argjson r "$round" \
+							'{build: $b, target: $t, qd: $q, mode: $m, round: $r, result: .}' <<<"$j" >>"$work/json-runs"
+					fi
 				done
 			done
 		done
 	done
 done
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-# cell BUILD TARGET QD MODE FIELD: the median of FIELD (5: IOPS, 6: p50 us)
+# cell BUILD TARGET QD MODE FIELD: the median of FIELD (5: IOPS, 6: p50 us, 7: p99 us)
 cell() {
 	awk -v b="$1" -v t="$2" -v q="$3" -v m="$4" -v f="$5" '$1 == b && $2 == t && $3 == q && $4 == m { print $f }' \
 		"$work/results" | median
@@ -137,4 +145,41 @@ if [ -n "$before" ]; then
 			done
 		done
 	done
+fi
+if [ -n "${WZ_BENCH_JSON:-}" ]; then
+	for build in now ${before:+before}; do
+		for qd in 1 8; do
+			for target in written unwritten raw; do
+				ct=$target
+				[ "$target" = unwritten ] && ct=written
+				c=$(cell "$build" "$ct" "$qd" ceiling 5)
+				for mode in $(modes_of "$target"); do
+					jq -nc --arg b "$build" --arg t "$target" --argjson q "$qd" --arg m "$mode" \
+						--argjson iops "$(cell "$build" "$target" "$qd" "$mode" 5)" \
+						--argjson p50 "$(cell "$build" "$target" "$qd" "$mode" 6)" \
+						--argjson p99 "$(cell "$build" "$target" "$qd" "$mode" 7)" --argjson ceil "$c" \
+						'{build: $b, target: $t, qd: $q, mode: $m, iops: $iops, p50_us: $p50, p99_us: $p99,
+						  of_ceiling: ($iops / $ceil)}'
+				done
+			done
+		done
+	done >"$work/json-rows"
+	# One line per field, per row and per run: diffs of a rerun stay readable.
+	# shellcheck disable=SC2016 # jq's own program
+	json_lines='"{", (to_entries | map(select(.key != "rows" and .key != "runs")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
+		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ],",
+		"  \"runs\": [", (.runs | map("    " + tojson) | join(",\n")), "  ]", "}"'
+	jq -n --arg cmd "bench/write-host.sh $ops $rounds" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
+		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
+		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --arg before "$before" \
+		--argjson ops "$ops" --argjson rounds "$rounds" \
+		--slurpfile rows "$work/json-rows" --slurpfile runs "$work/json-runs" \
+		'{license: "SPDX-License-Identifier: MIT", benchmark: "write-host",
+		  command: ((if $before != "" then "WZ_BENCH_BEFORE=... " else "" end) + $cmd), date: $date,
+		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  targets: {written: "64 MiB file preallocated by wzero alloc, ext4 on a 2 GiB direct-I/O loop device",
+		            unwritten: "64 MiB file preallocated by fallocate (unwritten extents), same ext4",
+		            raw: "a 256 MiB direct-I/O loop device of its own"},
+		  ops: $ops, rounds: $rounds, qds: [1, 8], rows: $rows, runs: $runs}' | jq -r "$json_lines" >"$WZ_BENCH_JSON"
 fi

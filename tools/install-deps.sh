@@ -17,6 +17,8 @@ packages=(
 	libseccomp-dev
 	# host tests
 	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
+	# benchmark figures (bench/plot.sh: SVG from the benchmarks' JSON), gnuplot without X11
+	gnuplot-nox
 	# bash completion: its completionsdir (pkg-config) and ctest cli.completion
 	bash-completion
 	# the SQLite VFS (lib/plugins/sqlite) and its tests with Debian's own shell
