@@ -105,7 +105,7 @@ raw_boot() {
 	boot=$(mktemp)
 	# A boot whose command failed is booted once more, and says so on stderr with the first
 	# boot's last lines: QEMU 7.2's NVMe controller now and then stops completing passthrough
-	# commands (README, Tests: the known rig problem), and the writer's fua and flush modes on
+	# commands (docs/testing.md, the rig stall), and the writer's fua and flush modes on
 	# a raw namespace use passthrough. A second failure ends the script.
 	for try in 1 2; do
 		st=0

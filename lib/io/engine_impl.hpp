@@ -72,10 +72,10 @@ namespace detail {
 constexpr unsigned max_queue_depth = 4096;
 
 // psync's queue depth for zeroing, whatever is asked: one thread per write or NVMe command in
-// flight. Measured (README, "psync next to io_uring"): on a loop device over a file and on a
-// file over a loop device, 1 MiB O_DIRECT zero writes gain nothing beyond 8 concurrent pwrites
-// on this class of machine, and NVMe Write Zeroes commands are short. More threads would only
-// cost stacks.
+// flight. Measured (docs/performance.md, "The two I/O engines"): on a loop device over a file
+// and on a file over a loop device, 1 MiB O_DIRECT zero writes gain nothing beyond 8
+// concurrent pwrites on this class of machine, and NVMe Write Zeroes commands are short. More
+// threads would only cost stacks.
 constexpr unsigned psync_zero_depth = 8;
 
 struct write_op {

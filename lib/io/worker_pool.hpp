@@ -22,7 +22,7 @@
 namespace wz::io {
 
 // The most threads one pool runs, whatever its caller asks for: the writer's asynchronous API
-// at queue depth 64. Measured on ext4 over a loop device (README, "psync"), QD 32 and 64: 64
+// at queue depth 64. Measured on ext4 over a loop device (docs/performance.md), QD 32 and 64: 64
 // threads against 16 gave 10-20% more writes per second and a p99 2-4x lower (a write no
 // longer queues for a thread), at the same CPU per write. Zeroing asks for fewer
 // (detail::psync_zero_depth).

@@ -114,7 +114,7 @@ private:
 // then a flush of its own it cost a round trip more for the same device work (on io_uring an
 // fsync the kernel hands to a worker thread): at QD 1 on ext4 and xfs over
 // a direct-I/O loop device, 2 io_uring_enter calls more per write, 2-3x the CPU per write and
-// fewer writes per second than O_DSYNC (README, "Seed: host-qd1"). A write is alone when no
+// fewer writes per second than O_DSYNC (docs/performance.md, QD 1). A write is alone when no
 // other write of the writer is in flight (submitted, not yet durable) as it starts and none was
 // beside the previous one either: a queue depth of 1 that lasts. The first write of a burst
 // submitted together so still joins the burst's group commit (the write before it, the last of
