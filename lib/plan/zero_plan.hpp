@@ -96,7 +96,7 @@ void split_write_range(std::uint64_t offset, std::uint64_t length, std::uint32_t
 // The page-aligned middle of a range and the buffered writes of its partial edge pages.
 // O_DIRECT into a page that holds a neighbour's dirty bytes makes the kernel fail to drop
 // that page after the write ("Page cache invalidation failure on direct I/O", Linux 6.18
-// ext4/xfs, fstests generic/004) and set EIO on the whole file for every process; a device
+// ext4/xfs, with a neighbour writing beside the range) and set EIO on the whole file for every process; a device
 // command (NVMe, BLKZEROOUT) under such a page can be undone when the neighbour's page, read
 // before the zeroing landed, is written back after it. So the partial pages are zeroed through the page cache, where
 // the neighbour's writes and ours meet in one page, and only [mid_start, mid_end) goes to

@@ -41,7 +41,7 @@ constexpr fs_traits row(std::string_view type, std::uint64_t magic) {
 // - dsync_overwrite_fua: the iomap direct I/O path sends a pure overwrite with RWF_DSYNC as
 //   one FUA write when the queue has FUA; ext4's mtime update is not datasync metadata, so
 //   ext4 qualifies without lazytime. Measured with QEMU's trace events (0 flushes for 200
-//   writes on xfs, ext4 and ext4 lazytime; Linux 6.1 and 7.2): fstests host/009.
+//   writes on xfs, ext4 and ext4 lazytime; Linux 6.1 and 7.2).
 constexpr fs_traits ext4_row() {
     fs_traits t = row("ext4", EXT4_SUPER_MAGIC);
     t.in_place_rezero = true;

@@ -43,7 +43,7 @@ struct fs_traits {
     bool kernel_write_zeroes = false;
     fallocate_support fallocate = fallocate_support::unknown;
     // An O_DSYNC O_DIRECT overwrite of written extents goes out as one FUA write with no
-    // flush: confirmed at the device (QEMU trace, fstests host/009) on Linux 6.1 and 7.2.
+    // flush: confirmed at the device (QEMU's trace events) on Linux 6.1 and 7.2.
     bool dsync_overwrite_fua = false;
     // Data lives in memory only: fsync does nothing and nothing is durable (tmpfs, ramfs).
     bool memory_only = false;

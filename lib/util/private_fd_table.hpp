@@ -51,8 +51,8 @@ public:
 
     // For a program that never takes POSIX record locks (the wzero CLI, at its start): every
     // call then runs in place, on the caller's thread and in the process's table, as before
-    // this existed; the program keeps its single-threaded signal handling (host/024 stops a
-    // run with SIGSTOP/SIGCONT steps around its SIGTERM handler). Not for a library user.
+    // this existed; the program keeps its single-threaded signal handling (a run may be
+    // stopped with SIGSTOP/SIGCONT around its SIGTERM handler). Not for a library user.
     static void process_takes_no_posix_locks() noexcept;
 
     // Runs `body` on a thread with its own descriptor table (in place when active());

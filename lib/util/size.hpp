@@ -12,7 +12,7 @@ namespace wz {
 // the version behind Debian 12's `fallocate -l`; unchanged since v2.38) does, so that
 // `wzero -l SIZE` and `fallocate -l SIZE` mean the same number of bytes. size_test.cpp holds
 // util-linux's own vectors (tests/ts/misc/strtosize at v2.38.1) and our wider table, whose
-// rows were checked against that fallocate; fstests host/054 checks them again against the
+// rows were checked against that fallocate; the test suite checks them again against the
 // fallocate(1) installed on the machine.
 //
 //   - number: strtoumax(base 0) rules, so "0x10" is 16 and "010" is 8 (octal!), leading

@@ -77,7 +77,7 @@ namespace {
 // A write or flush function that throws would end the process (an exception leaving a
 // thread calls std::terminate): under RLIMIT_AS (`ulimit -v`) the writer's own small
 // allocations can fail on these threads. It becomes that job's error instead, which the
-// caller gets from complete() like any other (fstests host/031 under --engine psync).
+// caller gets from complete() like any other.
 template <class F>
 status without_exceptions(F&& f, const char* what, std::uint64_t offset, std::size_t len) noexcept {
     try {

@@ -31,7 +31,7 @@ extern "C" int wzero_rocksdb_register(rdb::ObjectLibrary& library, const std::st
 
 namespace {
 
-// The kind RocksDB's error handler decides on, for the tests to assert (host/078).
+// The kind RocksDB's error handler decides on, for the tests to assert.
 const char* kind_of(const rdb::Status& s) {
     if (s.IsNoSpace()) {
         return "NoSpace";
