@@ -142,9 +142,9 @@ result<io_outcome> nvme_write_zeroes(const nvme_target& t, std::span<const nvme_
                                      passthrough_choice choice = passthrough_choice::automatic,
                                      io_outcome* partial = nullptr);
 
-// NVMe Flush (opcode 00h) of the namespace through the char device (ioctl: one command, no
-// reason for a ring). wz::result<void> does not compile (result(T) with T = void), so the
-// error comes back as an optional: nullopt means success.
+// NVMe Flush (opcode 00h) of the namespace through the passthrough ioctl (one command, no
+// reason for a ring) on the target's char or block device; a failed status names the device,
+// the nsid and the NVMe status or errno.
 [[nodiscard]] status nvme_flush(const nvme_target& t);
 
 }  // namespace wz::io
