@@ -6,6 +6,11 @@
 # Times are taken inside the guest (bash's EPOCHREALTIME: busybox date has no %N); the data bytes each one sent to the device are counted
 # from QEMU's pci_nvme_write trace events of the same run.
 #   bench/alloc-vm.sh [SIZE_MIB]       (default 256)
+# WZ_BENCH_JSON=FILE also writes the results as JSON to FILE (what bench/plot.sh draws): the
+# run's command, date and machine (the host's, and the guest's kernel, QEMU and the
+# namespace's limits from the rig's info block), the parameters, and one row per method with
+# the printed seconds, ratio to nvme-cli, data bytes and Write Zeroes commands, plus MiB/s.
+# What is printed stays the same.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 size_mib=${1:-256}
@@ -44,5 +49,39 @@ for m in nvme zeroout nvme-cli write; do
 	ns=$(awk -v m="$m" '$1 == m { print $2 }' "$work/out")
 	read -r _ bytes cmds < <(awk -v s="$i" '$1 == s' "$work/bytes")
 	printf '%-10s %10.3f %11.2fx %18s %16s\n' "$m" "$(echo "$ns / 1000000" | bc -l)" "$(echo "$base / $ns" | bc -l)" "$bytes" "$cmds"
+	if [ -n "${WZ_BENCH_JSON:-}" ]; then
+		jq -nc --arg m "$m" --argjson us "$ns" --argjson base "$base" --argjson size "$size_mib" \
+			--argjson bytes "$bytes" --argjson cmds "$cmds" \
+			'{method: $m, seconds: ($us / 1000000), mib_per_s: ($size * 1000000 / $us), vs_nvme_cli: ($base / $us),
+			  data_bytes_sent: $bytes, write_zeroes_cmds: $cmds}' >>"$work/json-rows"
+	fi
 	i=$((i + 1))
 done
+if [ -n "${WZ_BENCH_JSON:-}" ]; then
+	# The rig's info block ("vm/run: info: KEY=VALUE" on its stderr): the guest's side.
+	info() { sed -n "s/^vm\/run: info: $1=//p" "$work/err" | head -n 1; }
+	# One line per field and per row: diffs of a rerun stay readable.
+	# shellcheck disable=SC2016 # jq's own program
+	json_lines='"{", (to_entries | map(select(.key != "rows")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
+		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ]", "}"'
+	jq -n --arg cmd "bench/alloc-vm.sh $size_mib" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
+		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
+		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --argjson size_mib "$size_mib" \
+		--arg qemu "$(qemu-system-x86_64 --version | sed -n '1s/^QEMU emulator version //p')" \
+		--arg accel "$(info host.accel)" --arg guest_kernel "$(info kernel)" --arg mdts "$(info ctrl.mdts)" \
+		--arg lba_size "$(info ns.lba_size)" --arg wz_max "$(info nvme0n1.queue.write_zeroes_max_bytes)" \
+		--slurpfile rows "$work/json-rows" \
+		'{license: "SPDX-License-Identifier: MIT", benchmark: "alloc-vm",
+		  command: $cmd, date: $date,
+		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  vm: {setup: "A", qemu: $qemu, accel: $accel, guest_kernel: $guest_kernel, disk_size: "1G",
+		       mdts: $mdts, lba_size: $lba_size, write_zeroes_max_bytes: $wz_max},
+		  target: "/dev/nvme0n1, the emulated NVMe namespace of QEMU over a sparse image (cache=none), from offset 0",
+		  size_mib: $size_mib, rounds: 1,
+		  contenders: {nvme: "wzero alloc --method nvme --no-fallback --verify=none (NVMe Write Zeroes, passthrough)",
+		               zeroout: "wzero alloc --method zeroout --no-fallback --verify=none (BLKZEROOUT)",
+		               "nvme-cli": "a loop of nvme write-zeroes -c 65535, one process per 32 MiB command",
+		               write: "wzero alloc --method write --no-fallback --verify=none (data writes)"},
+		  rows: $rows}' | jq -r "$json_lines" >"$WZ_BENCH_JSON"
+fi

@@ -8,6 +8,10 @@
 # WZ_BENCH_BEFORE=BUILD_DIR adds that build's wzero (a worktree of an earlier commit built with
 # tools/build.sh) to every round as wzero-alloc-before, and its RSS: a change's before and
 # after, side by side.
+# WZ_BENCH_JSON=FILE also writes the results as JSON to FILE (what bench/plot.sh draws): the
+# run's command, date and machine, the parameters, one row per contender with the printed
+# median seconds, MiB/s and speed against dd, every round's own time, the methods wzero alloc
+# plans here (its --dry-run) and the memory figure. What is printed stays the same.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 size_mib=${1:-1024}
@@ -74,17 +78,68 @@ printf '%-18s %10s %10s %14s\n' "method" "seconds" "MiB/s" "speed vs dd"
 for m in dd-bs2M-direct wzero-alloc ${before:+wzero-alloc-before} fallocate-z+dd posix_fallocate fio-qd32-bs1M; do
 	t=$(awk -v m="$m" '$1 == m { print $2 }' "$work/times" | median)
 	printf '%-18s %10.3f %10.0f %13.2fx\n' "$m" "$t" "$(echo "$size_mib / $t" | bc -l)" "$(echo "$base / $t" | bc -l)"
+	if [ -n "${WZ_BENCH_JSON:-}" ]; then
+		# bc writes .437 for 0.437, which is no JSON number: printf makes it one.
+		jq -nc --arg m "$m" --argjson t "$(printf '%.9f' "$t")" --argjson base "$(printf '%.9f' "$base")" \
+			--argjson size "$size_mib" \
+			'{method: $m, seconds: $t, mib_per_s: ($size / $t), speed_vs_dd: ($base / $t),
+			  written_zeroes: ($m != "posix_fallocate")}' >>"$work/json-rows"
+	fi
 done
 echo "(posix_fallocate leaves unwritten extents: it is the floor, not a written-zeroes peer)"
 
 # Memory: 64 GiB sparse file, one 4 KiB extent every 64 KiB = 1,048,576 extents.
 rm -f "$f"
+if [ -n "${WZ_BENCH_JSON:-}" ]; then
+	# What wzero alloc does on this target (the rounds above discard its output).
+	"$wzero" alloc -l "${size_mib}M" --dry-run "$f" >"$work/plan"
+fi
 "$frag" "$work/mnt/frag" $((64 << 30)) 65536
 rss=$( { /usr/bin/time -f "%M" "$wzero" alloc -l 64G --dry-run "$work/mnt/frag" >/dev/null; } 2>&1 | tail -n 1)
 # filefrag merges physically adjacent extents in its count; FIEMAP (wzero map) does not.
 extents=$("$wzero" map "$work/mnt/frag" | grep -c unwritten)
 echo "peak RSS of wzero alloc --dry-run over 64 GiB with $extents extents: $((rss / 1024)) MiB"
+rss_now=$rss rss_before=null
 if [ -n "$before" ]; then
 	rss=$( { /usr/bin/time -f "%M" "$before" alloc -l 64G --dry-run "$work/mnt/frag" >/dev/null; } 2>&1 | tail -n 1)
 	echo "the same with WZ_BENCH_BEFORE's wzero: $((rss / 1024)) MiB"
+	rss_before=$rss
+fi
+if [ -n "${WZ_BENCH_JSON:-}" ]; then
+	# Every round's time: "method seconds" lines of $work/times, in the order they ran.
+	awk '{ n[$1]++; printf "{\"method\": \"%s\", \"round\": %d, \"seconds\": %.9f}\n", $1, n[$1], $2 }' \
+		"$work/times" | jq -c . >"$work/json-runs"
+	# One line per field, per row and per run: diffs of a rerun stay readable.
+	# shellcheck disable=SC2016 # jq's own program
+	json_lines='"{", (to_entries | map(select(.key != "rows" and .key != "runs")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
+		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ],",
+		"  \"runs\": [", (.runs | map("    " + tojson) | join(",\n")), "  ]", "}"'
+	env_prefix=
+	[ "$loop_mode" = direct ] || env_prefix+="WZ_BENCH_LOOP=$loop_mode "
+	[ -z "$before" ] || env_prefix+="WZ_BENCH_BEFORE=... "
+	jq -n --arg cmd "${env_prefix}bench/alloc.sh $size_mib $rounds" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
+		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
+		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --arg loop_mode "$loop_mode" \
+		--argjson size_mib "$size_mib" --argjson rounds "$rounds" --rawfile plan "$work/plan" \
+		--argjson extents "$extents" --argjson rss "$rss_now" --argjson rss_before "$rss_before" \
+		--slurpfile rows "$work/json-rows" --slurpfile runs "$work/json-runs" \
+		'{license: "SPDX-License-Identifier: MIT", benchmark: "alloc",
+		  command: $cmd, date: $date,
+		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  target: ("a new file on ext4 over a loop device (" + $loop_mode + " I/O to its backing file, a sparse image in /var/tmp)"),
+		  loop_mode: $loop_mode, size_mib: $size_mib, rounds: $rounds,
+		  contenders: {"dd-bs2M-direct": "dd if=/dev/zero bs=2M oflag=direct conv=fsync",
+		               "wzero-alloc": "wzero alloc --verify=none",
+		               "wzero-alloc-before": "the same with the wzero of WZ_BENCH_BEFORE",
+		               "fallocate-z+dd": "fallocate -z, then dd bs=2M oflag=direct conv=notrunc,fsync",
+		               "posix_fallocate": "fallocate -x, then sync: unwritten extents, the floor, not a written-zeroes peer",
+		               "fio-qd32-bs1M": "fio --rw=write --bs=1M --iodepth=32 --direct=1 --ioengine=io_uring --zero_buffers --end_fsync=1"},
+		  wzero_alloc_plan: ($plan | rtrimstr("\n") | split("\n")),
+		  wzero_alloc_methods: ([$plan | split("\n")[] | select(test("^(kernel|nvme|zeroout|write) +offset"))
+		                         | split(" ")[0]] | unique | join("+")),
+		  memory: {file_gib: 64, extents: $extents, peak_rss_kib: $rss, before_peak_rss_kib: $rss_before},
+		  rows: $rows, runs: $runs} |
+		 if $rss_before == null then del(.contenders["wzero-alloc-before"]) else . end' |
+		jq -r "$json_lines" >"$WZ_BENCH_JSON"
 fi

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 # bench/plot.gp -- the plots of bench/plot.sh, which prepares the data and calls
-#   gnuplot -e "figure='NAME'; dir='TMPDIR'; out='FILE.svg'; fses='ext4 xfs'; modes='...'; note='...'" bench/plot.gp
+#   gnuplot -e "figure='NAME'; dir='TMPDIR'; out='FILE.svg'; fses='ext4 xfs'; modes='...'; note='...'; note2='...'; panels='...'" bench/plot.gp
 # figure: host-qd-iops, host-qd-latency, host-qd-flushes (data: DIR/FS-MODE.dat, columns
-# "qd iops p50 p99 device-flushes/write writer-flushes/write cpu-us/write") or
-# write-host-iops (data: DIR/wh.dat, "label written unwritten raw").
+# "qd iops p50 p99 device-flushes/write writer-flushes/write cpu-us/write"),
+# write-host-iops (data: DIR/wh.dat, "label written unwritten raw") or zero-throughput (one
+# panel per benchmark of panels, e.g. 'alloc alloc-vm'; data: DIR/zt-BENCH.dat, "label MiB/s
+# slowest fastest text colour text-x", and DIR/zt-BENCH.gp, the panel's title, rows, rounds,
+# x range and a line on what is not drawn). note2, if not empty, is a second footnote line.
 
 set terminal svg size 1000,560 dynamic noenhanced font 'Helvetica,13' background rgb 'white'
 set output out
@@ -112,4 +115,46 @@ if (figure eq 'write-host-iops') {
 	plot dir.'/wh.dat' using 2:xtic(1) title 'written file (wzero alloc)' lc rgb '#1f77b4', \
 	     '' using 3 title 'unwritten file (fallocate)' lc rgb '#ff7f0e', \
 	     '' using 4 title 'raw loop device' lc rgb '#7f7f7f'
+}
+
+if (figure eq 'zero-throughput') {
+	# Horizontal bars, a panel per benchmark, each on its own scale of MiB/s.
+	npanels = words(panels)
+	# The height grows with the panels; the margins stay the same in pixels.
+	height = 260 + 220 * npanels
+	set terminal svg size 1000, height dynamic noenhanced font 'Helvetica,13' background rgb 'white'
+	set output out
+	set style fill solid 0.85 border rgb '#333333'
+	set grid noytics
+	set ytics nomirror scale 0 font ',12'
+	set key top right samplen 1.5 font ',11'
+	set label 99 note.(note2 ne '' ? "\n".note2 : '') at screen 0.01, 0.04 left font ',10' tc rgb '#555555'
+	set multiplot layout npanels, 1 \
+		title 'Zeroing throughput per method: MiB/s of the median time (wzero in blue, the other tools in grey)' \
+		margins screen 0.2, screen 0.98, screen 115.0 / height, screen 1 - 80.0 / height \
+		spacing screen 0, screen 72.0 / height
+	do for [i = 1:npanels] {
+		# The axis is named once, under the last panel.
+		if (i == npanels) { set xlabel 'MiB/s (the whole range made written zeroes, timed to completion)' }
+		load sprintf('%s/zt-%s.gp', dir, word(panels, i))
+		d = sprintf('%s/zt-%s.dat', dir, word(panels, i))
+		set title ptitle
+		set yrange [prows - 0.5:-0.5]
+		set xrange [0:pxmax]
+		unset label 98
+		if (pextra ne '') {
+			set label 98 pextra at graph 0.99, graph 0.06 right font ',10' tc rgb '#555555'
+		}
+		if (prounds > 1) {
+			plot d using ($2 / 2):0:($2 / 2):(0.32):6:ytic(1) with boxxyerror lc rgb variable notitle, \
+			     d using 2:0:3:4 with xerrorbars pt 0 lw 1.2 lc rgb '#333333' \
+				title sprintf('slowest and fastest of the %d rounds', prounds), \
+			     d using 7:0:5 with labels left offset char 1, 0 font ',11' notitle
+		} else {
+			plot d using ($2 / 2):0:($2 / 2):(0.32):6:ytic(1) with boxxyerror lc rgb variable notitle, \
+			     d using 7:0:5 with labels left offset char 1, 0 font ',11' notitle
+		}
+		unset label 99
+	}
+	unset multiplot
 }
