@@ -13,6 +13,8 @@
 # What is printed stays the same.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=json.sh
+. "$repo/bench/json.sh"
 size_mib=${1:-256}
 work=$(mktemp -d /tmp/wzero-bench-vm.XXXXXX)
 trap '[ -n "${WZ_BENCH_KEEP:-}" ] || rm -rf "$work"' EXIT
@@ -60,21 +62,15 @@ done
 if [ -n "${WZ_BENCH_JSON:-}" ]; then
 	# The rig's info block ("vm/run: info: KEY=VALUE" on its stderr): the guest's side.
 	info() { sed -n "s/^vm\/run: info: $1=//p" "$work/err" | head -n 1; }
-	# One line per field and per row: diffs of a rerun stay readable.
-	# shellcheck disable=SC2016 # jq's own program
-	json_lines='"{", (to_entries | map(select(.key != "rows")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
-		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ]", "}"'
-	jq -n --arg cmd "bench/alloc-vm.sh $size_mib" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
-		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
-		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --argjson size_mib "$size_mib" \
+	jq -n --arg cmd "bench/alloc-vm.sh $size_mib" --arg date "$(bench_json_date)" \
+		--argjson machine "$(bench_json_machine)" --argjson size_mib "$size_mib" \
 		--arg qemu "$(qemu-system-x86_64 --version | sed -n '1s/^QEMU emulator version //p')" \
 		--arg accel "$(info host.accel)" --arg guest_kernel "$(info kernel)" --arg mdts "$(info ctrl.mdts)" \
 		--arg lba_size "$(info ns.lba_size)" --arg wz_max "$(info nvme0n1.queue.write_zeroes_max_bytes)" \
 		--slurpfile rows "$work/json-rows" \
 		'{license: "SPDX-License-Identifier: MIT", benchmark: "alloc-vm",
 		  command: $cmd, date: $date,
-		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  machine: $machine,
 		  vm: {setup: "A", qemu: $qemu, accel: $accel, guest_kernel: $guest_kernel, disk_size: "1G",
 		       mdts: $mdts, lba_size: $lba_size, write_zeroes_max_bytes: $wz_max},
 		  target: "/dev/nvme0n1, the emulated NVMe namespace of QEMU over a sparse image (cache=none), from offset 0",
@@ -83,5 +79,5 @@ if [ -n "${WZ_BENCH_JSON:-}" ]; then
 		               zeroout: "wzero alloc --method zeroout --no-fallback --verify=none (BLKZEROOUT)",
 		               "nvme-cli": "a loop of nvme write-zeroes -c 65535, one process per 32 MiB command",
 		               write: "wzero alloc --method write --no-fallback --verify=none (data writes)"},
-		  rows: $rows}' | jq -r "$json_lines" >"$WZ_BENCH_JSON"
+		  rows: $rows}' | bench_json_write "$WZ_BENCH_JSON" rows
 fi

@@ -31,6 +31,8 @@ fi
 
 # shellcheck source=common.sh
 . "$repo/bench/common.sh"
+# shellcheck source=json.sh
+. "$repo/bench/json.sh"
 # The loop device does direct I/O to its backing file (losetup --direct-io=on), so queue
 # depth reaches the disk as on a real device; WZ_BENCH_LOOP=buffered for the default loop
 # mode, where one worker thread copies every request into the backing file's page cache.
@@ -109,24 +111,17 @@ if [ -n "${WZ_BENCH_JSON:-}" ]; then
 	# Every round's time: "method seconds" lines of $work/times, in the order they ran.
 	awk '{ n[$1]++; printf "{\"method\": \"%s\", \"round\": %d, \"seconds\": %.9f}\n", $1, n[$1], $2 }' \
 		"$work/times" | jq -c . >"$work/json-runs"
-	# One line per field, per row and per run: diffs of a rerun stay readable.
-	# shellcheck disable=SC2016 # jq's own program
-	json_lines='"{", (to_entries | map(select(.key != "rows" and .key != "runs")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
-		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ],",
-		"  \"runs\": [", (.runs | map("    " + tojson) | join(",\n")), "  ]", "}"'
 	env_prefix=
 	[ "$loop_mode" = direct ] || env_prefix+="WZ_BENCH_LOOP=$loop_mode "
 	[ -z "$before" ] || env_prefix+="WZ_BENCH_BEFORE=... "
-	jq -n --arg cmd "${env_prefix}bench/alloc.sh $size_mib $rounds" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
-		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
-		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --arg loop_mode "$loop_mode" \
+	jq -n --arg cmd "${env_prefix}bench/alloc.sh $size_mib $rounds" --arg date "$(bench_json_date)" \
+		--argjson machine "$(bench_json_machine)" --arg loop_mode "$loop_mode" \
 		--argjson size_mib "$size_mib" --argjson rounds "$rounds" --rawfile plan "$work/plan" \
 		--argjson extents "$extents" --argjson rss "$rss_now" --argjson rss_before "$rss_before" \
 		--slurpfile rows "$work/json-rows" --slurpfile runs "$work/json-runs" \
 		'{license: "SPDX-License-Identifier: MIT", benchmark: "alloc",
 		  command: $cmd, date: $date,
-		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  machine: $machine,
 		  target: ("a new file on ext4 over a loop device (" + $loop_mode + " I/O to its backing file, a sparse image in /var/tmp)"),
 		  loop_mode: $loop_mode, size_mib: $size_mib, rounds: $rounds,
 		  contenders: {"dd-bs2M-direct": "dd if=/dev/zero bs=2M oflag=direct conv=fsync",
@@ -141,5 +136,5 @@ if [ -n "${WZ_BENCH_JSON:-}" ]; then
 		  memory: {file_gib: 64, extents: $extents, peak_rss_kib: $rss, before_peak_rss_kib: $rss_before},
 		  rows: $rows, runs: $runs} |
 		 if $rss_before == null then del(.contenders["wzero-alloc-before"]) else . end' |
-		jq -r "$json_lines" >"$WZ_BENCH_JSON"
+		bench_json_write "$WZ_BENCH_JSON" rows runs
 fi

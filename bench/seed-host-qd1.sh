@@ -34,6 +34,8 @@ read -r -a qds <<<"${QDS:-1 8 32}"
 wzero=$repo/build/tools/wzero/wzero
 # shellcheck source=common.sh
 . "$repo/bench/common.sh"
+# shellcheck source=json.sh
+. "$repo/bench/json.sh"
 bench_loop 2G --direct-io=on
 stat_file=/sys/block/$(basename "$loop")/stat
 [ -r "$stat_file" ] || { echo "no $stat_file" >&2; exit 1; }
@@ -128,21 +130,14 @@ if [ -n "${WZ_BENCH_JSON:-}" ]; then
 			'{fs: $fs, qd: $qd, mode: $mode, round: $round, device_write_sectors: $sectors,
 			  device_flushes: $flushes, result: .}' <<<"$rj"
 	done <"$work/results" >"$work/json-runs"
-	# One line per field, per row and per run: diffs of a rerun stay readable.
-	# shellcheck disable=SC2016 # jq's own program
-	json_lines='"{", (to_entries | map(select(.key != "rows" and .key != "runs")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
-		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ],",
-		"  \"runs\": [", (.runs | map("    " + tojson) | join(",\n")), "  ]", "}"'
-	jq -n --arg cmd "bench/seed-host-qd1.sh $ops $rounds" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
-		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
-		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --arg fses "${fses[*]}" --arg qds "${qds[*]}" \
+	jq -n --arg cmd "bench/seed-host-qd1.sh $ops $rounds" --arg date "$(bench_json_date)" \
+		--argjson machine "$(bench_json_machine)" --arg fses "${fses[*]}" --arg qds "${qds[*]}" \
 		--argjson ops "$ops" --argjson rounds "$rounds" --arg headline "$headline" \
 		--slurpfile rows "$json_rows" --slurpfile runs "$work/json-runs" \
 		'{license: "SPDX-License-Identifier: MIT", benchmark: "seed-host-qd1",
 		  command: ("FSES=\"" + $fses + "\" QDS=\"" + $qds + "\" " + $cmd), date: $date,
-		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  machine: $machine,
 		  target: "a written file (wzero alloc -l 256M) on FS over a 2 GiB direct-I/O loop device",
 		  ops: $ops, rounds: $rounds, fses: ($fses | split(" ")), qds: ($qds | split(" ") | map(tonumber)),
-		  headline: $headline, rows: $rows, runs: $runs}' | jq -r "$json_lines" >"$WZ_BENCH_JSON"
+		  headline: $headline, rows: $rows, runs: $runs}' | bench_json_write "$WZ_BENCH_JSON" rows runs
 fi

@@ -31,6 +31,8 @@ if [ -n "$before" ] && [ ! -x "$before" ]; then
 fi
 # shellcheck source=common.sh
 . "$repo/bench/common.sh"
+# shellcheck source=json.sh
+. "$repo/bench/json.sh"
 bench_ext4_on_loop 2G --direct-io=on
 # The raw target: a loop device of its own over an image beside the filesystem's, written
 # whole first: a write into a hole of a sparse image allocates blocks in the filesystem
@@ -164,22 +166,15 @@ if [ -n "${WZ_BENCH_JSON:-}" ]; then
 			done
 		done
 	done >"$work/json-rows"
-	# One line per field, per row and per run: diffs of a rerun stay readable.
-	# shellcheck disable=SC2016 # jq's own program
-	json_lines='"{", (to_entries | map(select(.key != "rows" and .key != "runs")) | .[] | "  \(.key | tojson): \(.value | tojson),"),
-		"  \"rows\": [", (.rows | map("    " + tojson) | join(",\n")), "  ],",
-		"  \"runs\": [", (.runs | map("    " + tojson) | join(",\n")), "  ]", "}"'
-	jq -n --arg cmd "bench/write-host.sh $ops $rounds" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-		--arg kernel "$(uname -r)" --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" \
-		--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)" \
-		--arg load "$(cut -d ' ' -f 1-3 /proc/loadavg)" --arg before "$before" \
+	jq -n --arg cmd "bench/write-host.sh $ops $rounds" --arg date "$(bench_json_date)" \
+		--argjson machine "$(bench_json_machine)" --arg before "$before" \
 		--argjson ops "$ops" --argjson rounds "$rounds" \
 		--slurpfile rows "$work/json-rows" --slurpfile runs "$work/json-runs" \
 		'{license: "SPDX-License-Identifier: MIT", benchmark: "write-host",
 		  command: ((if $before != "" then "WZ_BENCH_BEFORE=... " else "" end) + $cmd), date: $date,
-		  machine: {kernel: $kernel, cpu: $cpu, cpus: $cpus, mem_kib: $mem_kib, load_average_at_end: $load},
+		  machine: $machine,
 		  targets: {written: "64 MiB file preallocated by wzero alloc, ext4 on a 2 GiB direct-I/O loop device",
 		            unwritten: "64 MiB file preallocated by fallocate (unwritten extents), same ext4",
 		            raw: "a 256 MiB direct-I/O loop device of its own"},
-		  ops: $ops, rounds: $rounds, qds: [1, 8], rows: $rows, runs: $runs}' | jq -r "$json_lines" >"$WZ_BENCH_JSON"
+		  ops: $ops, rounds: $rounds, qds: [1, 8], rows: $rows, runs: $runs}' | bench_json_write "$WZ_BENCH_JSON" rows runs
 fi
