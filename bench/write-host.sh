@@ -115,8 +115,15 @@ for build in now ${before:+before}; do
 			c=$(cell "$build" "$ct" "$qd" ceiling 5)
 			for mode in $(modes_of "$target"); do
 				i=$(cell "$build" "$target" "$qd" "$mode" 5)
-				printf '%-10s %3s %-8s %9.0f %9.1f %11.2f\n' "$target" "$qd" "$mode" "$i" \
-					"$(cell "$build" "$target" "$qd" "$mode" 6)" "$(echo "$i / $c" | bc -l)"
+				p50=$(cell "$build" "$target" "$qd" "$mode" 6)
+				printf '%-10s %3s %-8s %9.0f %9.1f %11.2f\n' "$target" "$qd" "$mode" "$i" "$p50" \
+					"$(echo "$i / $c" | bc -l)"
+				[ -n "${WZ_BENCH_JSON:-}" ] || continue
+				jq -nc --arg b "$build" --arg t "$target" --argjson q "$qd" --arg m "$mode" \
+					--argjson iops "$i" --argjson p50 "$p50" \
+					--argjson p99 "$(cell "$build" "$target" "$qd" "$mode" 7)" --argjson ceil "$c" \
+					'{build: $b, target: $t, qd: $q, mode: $m, iops: $iops, p50_us: $p50, p99_us: $p99,
+					  of_ceiling: ($iops / $ceil)}' >>"$work/json-rows"
 			done
 		done
 	done
@@ -149,23 +156,6 @@ if [ -n "$before" ]; then
 	done
 fi
 if [ -n "${WZ_BENCH_JSON:-}" ]; then
-	for build in now ${before:+before}; do
-		for qd in 1 8; do
-			for target in written unwritten raw; do
-				ct=$target
-				[ "$target" = unwritten ] && ct=written
-				c=$(cell "$build" "$ct" "$qd" ceiling 5)
-				for mode in $(modes_of "$target"); do
-					jq -nc --arg b "$build" --arg t "$target" --argjson q "$qd" --arg m "$mode" \
-						--argjson iops "$(cell "$build" "$target" "$qd" "$mode" 5)" \
-						--argjson p50 "$(cell "$build" "$target" "$qd" "$mode" 6)" \
-						--argjson p99 "$(cell "$build" "$target" "$qd" "$mode" 7)" --argjson ceil "$c" \
-						'{build: $b, target: $t, qd: $q, mode: $m, iops: $iops, p50_us: $p50, p99_us: $p99,
-						  of_ceiling: ($iops / $ceil)}'
-				done
-			done
-		done
-	done >"$work/json-rows"
 	jq -n --arg cmd "bench/write-host.sh $ops $rounds" --arg date "$(bench_json_date)" \
 		--argjson machine "$(bench_json_machine)" --arg before "$before" \
 		--argjson ops "$ops" --argjson rounds "$rounds" \
