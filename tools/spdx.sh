@@ -23,6 +23,10 @@ comment_for() {
 skipped() {
   case $1 in
     LICENSE | *.md | *.out | *.hex | *.table | *.gitignore | lib/probe/testdata/README | fuzz/corpus/*) return 0 ;;
+    # Debian's data files: formats of their own (changelog, DEP-5 copyright, symbols, file
+    # lists, lintian overrides, the ABI baseline); debian/copyright names the licence.
+    debian/changelog | debian/copyright | debian/source/format | debian/*.symbols | debian/*.install | \
+      debian/*.docs | debian/not-installed | debian/*.lintian-overrides | debian/*.abi) return 0 ;;
     *) return 1 ;;
   esac
 }
