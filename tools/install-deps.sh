@@ -1,40 +1,62 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Installs what wzero needs to build and to run every test, from Debian 12's packages.
-# Idempotent: packages already present are not touched. Needs root.
+# Installs what wzero needs to build and to run every test, from Debian 12's packages;
+# with --build, only what it needs to build. Idempotent: packages already present are not
+# touched. Needs root.
 set -euo pipefail
 
-packages=(
-	# build
+# What building needs (tools/build.sh, and debian/control's Build-Depends but debhelper's):
+# the main job's set, tools/demo.sh installs only these.
+build_packages=(
 	g++ make cmake pkg-config
 	# compiler cache of every build dir (tools/ccache.sh): warm CI builds
 	ccache
-	liburing-dev libnvme-dev libjson-c-dev libmount-dev libblkid-dev
+	liburing-dev libnvme-dev libmount-dev libblkid-dev
+	# libnvme.pc's Requires.private: pkg-config wants them to hand out libnvme's flags
+	libjson-c-dev libssl-dev
 	# the CLI's tables (lsblk's library; same source package as libmount)
 	libsmartcols-dev
-	libcli11-dev libgtest-dev libgmock-dev nlohmann-json3-dev libfmt-dev
-	# fstests/src/wz_noring: io_uring refused through seccomp, as a container refuses it
-	libseccomp-dev
+	libcli11-dev nlohmann-json3-dev libfmt-dev
+	# build/ configures the unit tests (GoogleTest) and the fstests' tools; fstests/src/wz_noring:
+	# io_uring refused through seccomp, as a container refuses it
+	libgtest-dev libgmock-dev libseccomp-dev
+	# bash completion's completionsdir (pkg-config bash-completion)
+	bash-completion
+	# the database plugins (lib/plugins): the SQLite VFS and the RocksDB FileSystem
+	libsqlite3-dev librocksdb-dev
+	# tools/demo.sh prints part of the record with it; host tests read JSON with it
+	jq
+)
+# What the tests need besides.
+test_packages=(
 	# host tests
-	jq util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
+	util-linux fdisk e2fsprogs xfsprogs btrfs-progs shellcheck man-db time
 	# benchmark figures (bench/plot.sh: SVG from the benchmarks' JSON), gnuplot without X11
 	gnuplot-nox
-	# bash completion: its completionsdir (pkg-config) and ctest cli.completion
-	bash-completion
-	# the SQLite VFS (lib/plugins/sqlite) and its tests with Debian's own shell
-	libsqlite3-dev sqlite3
-	# SQLite's own test suite on the VFS (tools/sqlite-testsuite.sh): its testfixture is Tcl,
-	# and the source package is unpacked with dpkg-source
-	tcl8.6-dev dpkg-dev
+	# SQLite's own shell for the VFS's tests, and its own test suite on the VFS
+	# (tools/sqlite-testsuite.sh): its testfixture is Tcl, and the source package is unpacked
+	# with dpkg-source
+	sqlite3 tcl8.6-dev dpkg-dev
 	# VM rig: QEMU, busybox initramfs, Debian kernels, NVMe tools for the guest
 	qemu-system-x86 busybox-static cpio xz-utils kmod nvme-cli
 	# VM rig device model (vm/run --flush-latency): nbdkit + a filter built against its header
 	nbdkit nbdkit-plugin-dev gcc
 	# libFuzzer targets (fuzz/, tools/fuzz.sh): clang and its fuzzer/sanitizer runtimes
 	clang-14 libclang-rt-14-dev
-	# RocksDB FileSystem plugin (lib/plugins/rocksdb) and its host test with Debian's db_bench
-	librocksdb-dev rocksdb-tools strace
+	# RocksDB's db_bench and ldb for the plugin's tests, strace to watch them
+	rocksdb-tools strace
+	# the Debian packages (tools/deb.sh): debhelper, lintian, and abidiff for the C ABI check
+	debhelper lintian abigail-tools
 )
+
+case ${1:-} in
+--build) packages=("${build_packages[@]}") ;;
+"") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+*)
+	echo "usage: tools/install-deps.sh [--build]" >&2
+	exit 1
+	;;
+esac
 
 if [ "$(id -u)" != 0 ]; then
 	echo "install-deps: run as root (apt-get install)" >&2
