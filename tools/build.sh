@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Configures and builds wzero into build/ (warnings are errors, as in CI), through ccache
 # when it is installed (tools/ccache.sh).
-#   tools/build.sh [TARGET...]    every target, or only the TARGETs (e.g. wz_vm_payload) Debug information is line tables only (-g1):
-# backtraces, perf and sanitizer reports keep their file:line, and a cold build takes about
-# a third less time than with -g (CI builds three trees from scratch); configure a tree of
-# your own with -DCMAKE_BUILD_TYPE=Debug to step through locals.
+#   tools/build.sh [TARGET...]    every target, or only the TARGETs (e.g. wz_vm_payload)
+# Debug information is line tables only (-g1): backtraces, perf and sanitizer reports keep
+# their file:line, and a cold build takes about a third less time than with -g (CI builds
+# three trees from scratch); configure a tree of your own with -DCMAKE_BUILD_TYPE=Debug to
+# step through locals.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=tools/ccache.sh
