@@ -5,12 +5,14 @@
 # btrfs, tmpfs on loop devices), the fstests in the VM rig (QEMU NVMe and nvmet, Debian 12
 # and Debian unstable kernels), the unit tests under ASan+UBSan and TSan
 # (tools/sanitize.sh), and the host fstests that go through an I/O engine once more with the
-# psync engine forced (WZERO_ENGINE=psync) and the ASan+UBSan CLI. Run as root.
+# psync engine forced (WZERO_ENGINE=psync) and the ASan+UBSan CLI, and the Debian packages
+# (tools/deb.sh): built, lintian-clean, installed and tested as installed, purged. Run as
+# root.
 # The VM fstests run beside everything after the build for the VM: the rig's QEMU (TCG, one
 # thread) keeps one core busy for most of the run, the host layers the other; their output
 # is printed when they end, after the host layers ("VM fstests").
 # Before the total, the counts per layer (unit, fuzz, host fstests, host fstests of group vm
-# (they run on the VM lane), host fstests with psync,
+# (they run on the VM lane), host fstests with psync, packages,
 # sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests), the VM tests
 # retried after a rig stall and the time of each phase ("time: ..."); the last line is the
 # total: "total: N passed, N failed, N skipped".
@@ -100,6 +102,11 @@ san_build_pid=$!
 fuzz_build_log=$(mktemp)
 bash "$repo/tools/fuzz.sh" build >"$fuzz_build_log" 2>&1 &
 fuzz_build_pid=$!
+# The Debian packages' build (dpkg-buildpackage in build-deb/, then lintian) likewise; the
+# packages phase waits for it, then installs and tests them.
+deb_build_log=$(mktemp)
+bash "$repo/tools/deb.sh" build >"$deb_build_log" 2>&1 &
+deb_build_pid=$!
 
 # keep_failures WHAT LOG: copies each failed test's lines from LOG (fstests/check's
 # "... [failed, WHY]" line with the diff or output indented under it, ctest's "***Failed"
@@ -114,6 +121,7 @@ keep_failures() { # what log
 		/^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: / && !/ Passed +[0-9.]+ sec$/ &&
 			!/\*\*\*Skipped +[0-9.]+ sec$/ && !/Not Run \(Disabled\)/ { print "[" what "] " $0 }
 		/^sanitizers \(fstests\): [1-9][0-9]* reports$/ || /^fuzz .*, FAILED / { print "[" what "] " $0 }
+		/^FAILED [a-z0-9]+ \(exit [0-9]+\):$/ { print "[" what "] " $0; inblock = 1; n = 0; next }
 	' "$2" >>"$fail_log"
 }
 phase "unit tests (ctest)"
@@ -249,6 +257,34 @@ if [ -z "$s_reports" ]; then
 fi
 s_fail=$((s_fail + s_reports))
 
+# The Debian packages: built in the background since the build (tools/deb.sh build: a failed
+# build or a lintian error or warning is one failure), then installed with apt-get, tested
+# against the installed files only and purged (tools/deb.sh test, a count per check).
+phase "Debian packages (tools/deb.sh build, then test as installed)"
+deb_build_rc=0
+wait "$deb_build_pid" || deb_build_rc=$?
+echo "(the background package build ended with status $deb_build_rc)"
+cat "$deb_build_log"
+rm -f "$deb_build_log"
+if [ "$deb_build_rc" -eq 0 ]; then
+	deb_log=$(mktemp)
+	bash "$repo/tools/deb.sh" test | tee "$deb_log"
+	d_line=$(sed -n 's/^packages: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$deb_log" | tail -n 1)
+	keep_failures packages "$deb_log"
+	rm -f "$deb_log"
+	if [ -z "$d_line" ]; then
+		echo "test-all: tools/deb.sh test printed no summary" >&2
+		d_line="0 passed, 1 failed, 0 skipped"
+	fi
+	read -r d_pass _ d_fail _ d_skip _ <<<"$d_line"
+	d_pass=$((d_pass + 1)) # the build, lintian included
+	d_line="$d_pass passed, $d_fail failed, $d_skip skipped"
+else
+	echo "[packages] the package build failed (tools/deb.sh build above); nothing was installed" >>"$fail_log"
+	d_pass=0 d_fail=1 d_skip=0
+	d_line="0 passed, 1 failed, 0 skipped (the build failed)"
+fi
+
 phase "VM fstests (fstests/check --vm, running since the build for the VM)"
 wait "$vm_pid"
 echo "(the VM fstests ran $((SECONDS - vm_start)) s beside the host layers)"
@@ -264,9 +300,9 @@ hv_line=$(layer_counts "$vmhost_log" "host fstests")
 keep_failures "host fstests (group vm)" "$vmhost_log"
 rm -rf "$vmhost_log" "$build_done"
 
-pass=$((u_pass + z_pass + f_pass + s_pass))
-fail=$((u_fail + z_fail + f_fail + s_fail))
-skip=$((u_skip + z_skip + f_skip + s_skip))
+pass=$((u_pass + z_pass + f_pass + s_pass + d_pass))
+fail=$((u_fail + z_fail + f_fail + s_fail + d_fail))
+skip=$((u_skip + z_skip + f_skip + s_skip + d_skip))
 echo
 echo "unit: $u_pass passed, $u_fail failed, $u_skip skipped"
 echo "fuzz: ${z_line:-(no count)}"
@@ -275,6 +311,7 @@ echo "host fstests (group vm): ${hv_line:-(no count)}"
 echo "host fstests (psync): ${ph_line:-(no count)}"
 printf '%s\n' "${s_lines[@]}"
 echo "sanitizer reports in the psync fstests: $s_reports"
+echo "packages: $d_line"
 echo "VM fstests: ${v_line:-(no count)}"
 echo "retried after a rig stall: $f_retry"
 if [ -s "$fail_log" ]; then
