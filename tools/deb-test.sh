@@ -91,10 +91,12 @@ trap cleanup EXIT
 
 pass=0 fail=0 skip=0
 # check NAME FUNCTION: runs FUNCTION in a subshell with errexit, its output in a log, printed
-# on failure.
+# on failure. The subshell is a command of its own, not the left side of || (where bash
+# would ignore errexit inside it, and only its last command would count).
 check() { # name function
-	local log=$work/$1.log rc=0
-	(set -euo pipefail; "$2") >"$log" 2>&1 || rc=$?
+	local log=$work/$1.log rc
+	(set -euo pipefail; "$2") >"$log" 2>&1
+	rc=$?
 	if [ "$rc" -eq 0 ]; then
 		echo "ok $1"
 		pass=$((pass + 1))
@@ -206,10 +208,10 @@ fi
 
 t_ext4() {
 	local f=$mnt/data.img
-	wzero stat "$mnt"
 	wzero alloc -v -l 64MiB "$f"
 	wzero verify --data "$f"
 	written_zeroes "$f" $((64 << 20))
+	wzero stat "$f" "$loop"
 	wzero stat --record "$f" >"$work/record.json"
 	grep -q '"path"' "$work/record.json" || die "wzero stat --record printed no record"
 }
