@@ -8,8 +8,9 @@
 #   tools/deb.sh test    installs build-deb/*.deb with apt-get, runs tools/deb-test.sh
 #                        against the installed files only, purges the packages and checks
 #                        that none of their files is left (tools/deb-test.sh says how)
-# Needs root (apt-get), and the build dependencies of debian/control (tools/install-deps.sh
-# installs them). tools/test-all.sh runs both.
+# build needs the build dependencies of debian/control (tools/install-deps.sh installs
+# them) and no root (Rules-Requires-Root: no); test needs root (apt-get). tools/test-all.sh
+# runs both.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$repo/build-deb
