@@ -60,6 +60,10 @@ fi
 apt_get() {
 	apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
+# installed PACKAGE: dpkg has PACKAGE installed.
+installed() { # package
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
 
 # The installed files only.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive
@@ -78,7 +82,7 @@ cleanup() {
 	# A failed run leaves no package behind either.
 	installed_now=()
 	for p in "${packages[@]}"; do
-		if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		if installed "$p"; then
 			installed_now+=("$p")
 		fi
 	done
@@ -138,7 +142,7 @@ search() {
 }
 # Packages a failed earlier run left installed go first.
 for p in "${packages[@]}"; do
-	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+	if installed "$p"; then
 		echo "deb-test: $p is installed already (an earlier run?): purging it first"
 		apt_get purge -y -qq "$p" >/dev/null
 	fi
@@ -332,12 +336,15 @@ t_autopkgtest() {
 check autopkgtest t_autopkgtest
 
 t_purge() {
-	local p f left=0
+	local p f st left=0
 	apt_get purge -y -qq "${packages[@]}"
 	for p in "${packages[@]}"; do
-		if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q installed; then
-			die "$p is still installed"
-		fi
+		# Purged: dpkg forgot it, or knows it only as not-installed (not config-files).
+		st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) || true
+		case $st in
+		"" | *" not-installed") ;;
+		*) die "$p is not purged: $st" ;;
+		esac
 		while IFS= read -r f; do
 			[ "$f" = /. ] && continue
 			# Directories other packages own (/usr/bin, /usr/share/man/man1...) stay.

@@ -269,7 +269,7 @@ rm -f "$deb_build_log"
 if [ "$deb_build_rc" -eq 0 ]; then
 	deb_log=$(mktemp)
 	bash "$repo/tools/deb.sh" test | tee "$deb_log"
-	d_line=$(sed -n 's/^packages: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$deb_log" | tail -n 1)
+	d_line=$(layer_counts "$deb_log" packages)
 	keep_failures packages "$deb_log"
 	rm -f "$deb_log"
 	if [ -z "$d_line" ]; then
