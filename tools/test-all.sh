@@ -13,9 +13,9 @@
 # is printed when they end, after the host layers ("VM fstests").
 # Before the total, the counts per layer (unit, fuzz, host fstests, host fstests of group vm
 # (they run on the VM lane), host fstests with psync, packages,
-# sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests), the VM tests
-# retried after a rig stall and the time of each phase ("time: ..."); the last line is the
-# total: "total: N passed, N failed, N skipped".
+# sanitizers asan and tsan, sanitizer reports of the psync pass, VM fstests), and the time
+# of each phase ("time: ..."); the last line is the total: "total: N passed, N failed, N
+# skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # phase TITLE: prints "== TITLE" and starts timing it; the time of every phase is printed at
@@ -173,28 +173,25 @@ if [ -z "$z_line" ]; then
 fi
 read -r z_pass _ z_fail _ z_skip _ <<<"${z_line:-0 passed, 1 failed, 0 skipped}"
 
-# check's closing line "N passed, N failed, N skipped, N retried" in LOG.
+# check's closing line "N passed, N failed, N skipped" in LOG.
 check_summary() { # log
-	grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped(, [0-9]+ retried)?$' "$1" | tail -n 1
+	grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -n 1
 }
-# The counts of check's line per layer "LAYER: N passed, N failed, N skipped", with
-# ", N retried" after them when the third argument is "retried" (the VM layer).
-layer_counts() { # log layer [retried]
-	local tail=
-	[ "${3:-}" = retried ] && tail=', [0-9]* retried'
-	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped$tail\)\$/\1/p" "$1" | tail -n 1
+# The counts of check's line per layer "LAYER: N passed, N failed, N skipped".
+layer_counts() { # log layer
+	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)\$/\1/p" "$1" | tail -n 1
 }
 # add_counts WHAT LINE: adds check's closing LINE to the fstests' counts (f_pass, f_fail,
-# f_skip, f_retry); no LINE is a failure: WHAT printed no summary.
-f_pass=0 f_fail=0 f_skip=0 f_retry=0
+# f_skip); no LINE is a failure: WHAT printed no summary.
+f_pass=0 f_fail=0 f_skip=0
 add_counts() { # what line
-	local line=$2 p f s r
+	local line=$2 p f s
 	if [ -z "$line" ]; then
 		echo "test-all: $1 printed no summary" >&2
 		line="0 passed, 1 failed, 0 skipped"
 	fi
-	read -r p _ f _ s _ r _ <<<"$line"
-	f_pass=$((f_pass + p)) f_fail=$((f_fail + f)) f_skip=$((f_skip + s)) f_retry=$((f_retry + ${r:-0}))
+	read -r p _ f _ s _ <<<"$line"
+	f_pass=$((f_pass + p)) f_fail=$((f_fail + f)) f_skip=$((f_skip + s))
 }
 
 phase "host fstests (fstests/check --no-vm -x vm; group vm on the VM lane)"
@@ -290,7 +287,7 @@ wait "$vm_pid"
 echo "(the VM fstests ran $((SECONDS - vm_start)) s beside the host layers)"
 cat "$vm_log"
 add_counts "fstests/check --vm" "$(check_summary "$vm_log")"
-v_line=$(layer_counts "$vm_log" "VM fstests" retried)
+v_line=$(layer_counts "$vm_log" "VM fstests")
 keep_failures "VM fstests" "$vm_log"
 rm -f "$vm_log"
 echo "== host fstests of group vm (fstests/check --no-vm -g vm, after the VM configurations)"
@@ -313,10 +310,8 @@ printf '%s\n' "${s_lines[@]}"
 echo "sanitizer reports in the psync fstests: $s_reports"
 echo "packages: $d_line"
 echo "VM fstests: ${v_line:-(no count)}"
-echo "retried after a rig stall: $f_retry"
 if [ -s "$fail_log" ]; then
-	echo "failures, as their layers printed them (a VM test retried after a rig stall shows its" \
-		"first boot here; the second boot's result is the one counted):"
+	echo "failures, as their layers printed them:"
 	cat "$fail_log"
 fi
 rm -f "$fail_log"
