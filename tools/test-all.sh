@@ -58,9 +58,9 @@ kill_tree() {
 }
 # The VM configurations (fstests/check --vm), from now on in the background; then, on the
 # same lane, the host tests that boot the VM rig themselves (group vm: host/005, 006, 009,
-# 072, 079), so that one QEMU runs at a time and the host lane keeps its core; they use more of
-# build/ than the guest does (bench/'s tools), so they wait for the whole build. Their logs
-# are printed, and counted, in the last phase.
+# 072, 079, 084), so that one QEMU runs at a time and the host lane keeps its core; they use
+# more of build/ than the guest does (bench/'s tools), so they wait for the whole build.
+# Their logs are printed, and counted, in the last phase.
 # The lane runs at nice -10: it is one thread at a time (QEMU's TCG, then a crash test's
 # replay checks) and the longest path of the run, while the host layers run several
 # processes at once (ctest -j 2, the sanitizer and fuzz builds beside it: six compilers);
