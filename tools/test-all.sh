@@ -155,6 +155,16 @@ elif [ $((u_pass + u_fail + u_skip)) -ne "$u_total" ] || [ "$u_fail" -ne "$u_tot
 fi
 u_skip=$((u_skip + u_disabled))
 
+# check's closing line "N passed, N failed, N skipped" in LOG.
+check_summary() { # log
+	grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -n 1
+}
+# The counts of a layer's line "LAYER: N passed, N failed, N skipped" in LOG (check's per
+# layer, fuzz.sh's, deb.sh's).
+layer_counts() { # log layer
+	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)\$/\1/p" "$1" | tail -n 1
+}
+
 # The libFuzzer targets (fuzz/): each over its seeds, then WZ_FUZZ_SECONDS (default 10) of
 # fuzzing; a crash fails the layer and tools/fuzz.sh prints the kept input's path.
 phase "fuzz (tools/fuzz.sh)"
@@ -165,7 +175,7 @@ cat "$fuzz_build_log"
 rm -f "$fuzz_build_log"
 fuzz_log=$(mktemp)
 bash "$repo/tools/fuzz.sh" | tee "$fuzz_log"
-z_line=$(sed -n 's/^fuzz: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)$/\1/p' "$fuzz_log" | tail -n 1)
+z_line=$(layer_counts "$fuzz_log" fuzz)
 keep_failures fuzz "$fuzz_log"
 rm -f "$fuzz_log"
 if [ -z "$z_line" ]; then
@@ -173,14 +183,6 @@ if [ -z "$z_line" ]; then
 fi
 read -r z_pass _ z_fail _ z_skip _ <<<"${z_line:-0 passed, 1 failed, 0 skipped}"
 
-# check's closing line "N passed, N failed, N skipped" in LOG.
-check_summary() { # log
-	grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$1" | tail -n 1
-}
-# The counts of check's line per layer "LAYER: N passed, N failed, N skipped".
-layer_counts() { # log layer
-	sed -n "s/^$2: \([0-9]* passed, [0-9]* failed, [0-9]* skipped\)\$/\1/p" "$1" | tail -n 1
-}
 # add_counts WHAT LINE: adds check's closing LINE to the fstests' counts (f_pass, f_fail,
 # f_skip); no LINE is a failure: WHAT printed no summary.
 f_pass=0 f_fail=0 f_skip=0
